@@ -1,0 +1,204 @@
+"""One frozen, validated configuration object.
+
+Defaults live here and only here. `load_config` reads a TOML file, then ``REMD_*`` environment
+variables, then explicit overrides (CLI flags), and validates the result once. The object is
+passed explicitly to whatever needs it: there is no module-level instance.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from remd.errors import ConfigError
+from remd.llm import LLMSettings
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StoreConfig(_Section):
+    busy_timeout_ms: int = Field(5000, ge=0, description="SQLite busy timeout per statement")
+    lock_retries: int = Field(5, ge=0, description="extra BEGIN IMMEDIATE attempts after busy")
+    max_content_chars: int = Field(65536, ge=1, description="longest memory accepted")
+    encoding: str = Field("o200k_base", description="tiktoken encoding for token counts")
+
+
+class EmbedConfig(_Section):
+    provider: Literal["minilm", "openai", "none"] = "minilm"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "text-embedding-3-small"
+    batch_size: int = Field(64, ge=1, le=2048)
+    # Embeddings are computed in the save call for single saves; bulk saves commit first and
+    # embed afterwards in batches (the memory is durable before its vector exists).
+    embed_on_save: bool = True
+
+
+class TagConfig(_Section):
+    min_tags: int = Field(3, ge=0)
+    max_tags: int = Field(8, ge=1, le=32)
+
+
+class InjectConfig(_Section):
+    max_seed_tags: int = Field(5, ge=1)
+    fanout: int = Field(32, ge=1, description="M: top-weight edges followed per tag")
+    depth: int = Field(2, ge=0, description="D: hops from the seed tags")
+    decay: float = Field(0.85, gt=0, le=1, description="alpha: activation kept per hop")
+    beam: int = Field(128, ge=1, description="B: activated tags kept")
+    idf_min_memories: int = Field(50, ge=0)
+    vector_k: int = Field(16, ge=0, description="nearest memories used as hybrid seeds")
+    fts_k: int = Field(16, ge=0, description="lexical (FTS5) hits used as hybrid seeds")
+    per_tag_cap: int = Field(64, ge=1, description="memories read per activated tag")
+    max_candidates: int = Field(512, ge=1)
+    diversity_penalty: float = Field(0.15, ge=0, le=1)
+    feedback_eta: float = Field(0.05, gt=0, le=1)
+    separator: str = "\n"
+
+
+class ImportanceConfig(_Section):
+    recency_weight: float = Field(0.25, ge=0, le=1)
+    access_weight: float = Field(0.20, ge=0, le=1)
+    centrality_weight: float = Field(0.35, ge=0, le=1)
+    confidence_weight: float = Field(0.20, ge=0, le=1)
+    recency_lambda: float = Field(0.02, ge=0, description="per day")
+    access_window_days: float = Field(30.0, gt=0)
+    low_confidence: float = Field(0.25, ge=0, le=1, description="flagged whatever else")
+    # "median": centrality is a node's degree in excess of the namespace's median degree
+    # (log-scaled, 0 at or below the median, 1 at the maximum), so a graph where every node has
+    # a similar degree has no "central" node; "zero" is plain degree / max degree.
+    centrality_baseline: Literal["median", "zero"] = "median"
+
+    @model_validator(mode="after")
+    def _weights_sum_to_one(self) -> ImportanceConfig:
+        total = (
+            self.recency_weight + self.access_weight + self.centrality_weight
+            + self.confidence_weight
+        )
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            raise ValueError(f"importance weights must sum to 1, they sum to {total:.4f}")
+        return self
+
+
+class TriggerConfig(_Section):
+    max_live_nodes: int = Field(300, ge=1)
+    min_retrieval_importance: float = Field(0.45, ge=0, le=1)
+    retrieval_window_packs: int = Field(50, ge=1)
+    idle_hours: float = Field(4.0, gt=0)
+    max_contradiction_ratio: float = Field(0.08, ge=0, le=1)
+    disabled: tuple[Literal["node_count", "retrieval_quality", "idle", "contradictions"], ...] = ()
+
+
+class RemConfig(_Section):
+    tau: float = Field(0.3, ge=0, le=1, description="importance below which nodes are flagged")
+    theta: float = Field(0.78, ge=-1, le=1, description="cosine similarity that links nodes")
+    k: int = Field(8, ge=1, description="nearest neighbours examined per flagged node")
+    max_cluster_size: int = Field(12, ge=2)
+    min_age_days: float = Field(1.0, ge=0, description="fresher memories are never flagged")
+    coherence_min: float = Field(0.35, ge=-1, le=1,
+                                 description="mean pairwise cosine a cluster must keep")
+    tag_max_share: float = Field(0.05, gt=0, le=1, description=(
+        "a tag on more live memories than this share (and than max_cluster_size) is too "
+        "common to link fragments"))
+    max_cluster_chars: int = Field(6000, ge=1, description="member text per cluster")
+    min_coverage: float = Field(0.6, ge=0, le=1, description=(
+        "share of the members' names and numbers a synthesis must keep, else it is skipped"))
+    synthesis_boost: float = Field(0.2, ge=0.15, le=0.30, description=(
+        "synthesis importance above the cluster mean when the synthesiser gives none"))
+    synthesis_max_tags: int = Field(16, ge=1, le=64)
+    consolidate_facts: bool = Field(False, description=(
+        "fact nodes keep their fact_key only while live: folding them would hide supersession"))
+    lease_seconds: float = Field(900.0, gt=0, description=(
+        "a running REM run whose lease is older than this is taken as dead"))
+
+
+class DaemonConfig(_Section):
+    interval_seconds: float = Field(60.0, gt=0)
+    http: str | None = Field(None, description="HOST:PORT to serve the HTTP API on")
+    http_token: SecretStr | None = None
+    log_format: Literal["auto", "json", "console"] = "auto"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class Config(_Section):
+    store: StoreConfig = StoreConfig()
+    embed: EmbedConfig = EmbedConfig()
+    tags: TagConfig = TagConfig()
+    inject: InjectConfig = InjectConfig()
+    importance: ImportanceConfig = ImportanceConfig()
+    triggers: TriggerConfig = TriggerConfig()
+    rem: RemConfig = RemConfig()
+    llm: LLMSettings = LLMSettings()
+    daemon: DaemonConfig = DaemonConfig()
+
+
+def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
+    node = tree
+    for part in path[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"config key {'.'.join(path)!r} conflicts with a value")
+        node = child
+    node[path[-1]] = value
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """``REMD_SECTION__KEY=value`` (e.g. ``REMD_LLM__BASE_URL``) becomes ``{section: {key: v}}``.
+
+    REMD_DB and REMD_NAMESPACE are CLI options, not config, and are skipped here.
+    """
+    tree: dict[str, Any] = {}
+    for name, value in env.items():
+        if not name.startswith("REMD_") or "__" not in name:
+            continue
+        path = [p.lower() for p in name[len("REMD_"):].split("__")]
+        if len(path) != 2 or not all(path):
+            raise ConfigError(f"environment variable {name} must look like REMD_SECTION__KEY")
+        _set_path(tree, path, value)
+    return tree
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Build the config from a TOML file, then environment, then ``overrides``.
+
+    Raises ConfigError naming the file or key at fault.
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file {str(path)!r} does not exist") from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
+    data = _merge(data, _env_overrides(os.environ if env is None else env))
+    if overrides:
+        data = _merge(data, overrides)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"invalid config value at {where}: {first['msg']}") from exc

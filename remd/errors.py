@@ -1,0 +1,55 @@
+"""The one error tree of remd.
+
+Every error a caller can act on is a :class:`RemdError`; each subclass also derives from the
+builtin that best describes it, so ``except LookupError`` keeps working for callers that do not
+know remd.
+"""
+
+from __future__ import annotations
+
+
+class RemdError(Exception):
+    """Base class of every error remd raises on purpose."""
+
+
+class InvalidInput(RemdError, ValueError):
+    """A caller passed a value remd refuses (empty text, bad namespace, bad budget, ...)."""
+
+
+class NotFound(RemdError, LookupError):
+    """An id (memory, pack, run, tag) that does not exist in the namespace."""
+
+    def __init__(self, what: str, ident: object, namespace: str | None = None) -> None:
+        self.what = what
+        self.ident = ident
+        self.namespace = namespace
+        where = f" in namespace {namespace!r}" if namespace is not None else ""
+        super().__init__(f"no {what} {ident!r}{where}")
+
+
+class StoreError(RemdError):
+    """The database file cannot be used (not SQLite, corrupt, read-only, full)."""
+
+
+class DatabaseLocked(StoreError, TimeoutError):
+    """Another process held the write lock past the busy timeout."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer remd than this one."""
+
+
+class ConfigError(RemdError, ValueError):
+    """The configuration file, environment or flags hold an invalid value."""
+
+
+class LLMError(RemdError):
+    """The LLM endpoint failed or answered with something unusable."""
+
+
+class RollbackRefused(RemdError):
+    """A REM run cannot be rolled back (a later run built on it, or it was already undone)."""
+
+
+class Conflict(RemdError):
+    """The operation conflicts with the graph's current state (e.g. a tag hierarchy cycle)."""

@@ -1,0 +1,260 @@
+"""The write path: validate, tag, recognise facts and links, and store nodes.
+
+Everything here runs inside a transaction the caller opened, so one save (or one batch of a
+bulk save) is atomic: the node, its FTS row, its tags, tag co-occurrence edges, fact
+supersession and typed links commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import apsw
+
+from remd.config import Config
+from remd.errors import InvalidInput
+from remd.facts import parse_facts
+from remd.ids import new_id
+from remd.links import parse_links
+from remd.models import EdgeType, NodeKind, NodeStatus
+from remd.tagging import extract_tags, normalise_tag
+from remd.tokens import TokenCounter
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_SOURCE_MAX = 256
+CONFIRM_STEP = 0.1  # confidence gained when a fact is restated with the same value
+CONTRADICT_STEP = 0.15  # confidence lost by the target of a CONTRADICTS link
+NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
+COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
+
+
+def check_namespace(namespace: object) -> str:
+    """Return the namespace if valid. Raises InvalidInput otherwise."""
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+        raise InvalidInput(
+            f"invalid namespace {namespace!r}: use 1-64 letters, digits, '_', '.', '-', "
+            "starting with a letter or digit"
+        )
+    return namespace
+
+
+def check_text(text: object, max_chars: int) -> str:
+    """Return the text stripped of surrounding white space. Raises InvalidInput if unusable."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"memory text must be a string, not {type(text).__name__}")
+    stripped = text.strip()
+    if not stripped:
+        raise InvalidInput("memory text is empty")
+    if len(stripped) > max_chars:
+        raise InvalidInput(
+            f"memory text is {len(stripped)} characters; the limit is {max_chars}"
+        )
+    if "\x00" in stripped:
+        raise InvalidInput("memory text contains a NUL character")
+    try:
+        stripped.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("memory text is not valid Unicode (lone surrogate)") from exc
+    return stripped
+
+
+def check_source(source: object) -> str | None:
+    if source is None:
+        return None
+    if not isinstance(source, str) or len(source) > _SOURCE_MAX or "\x00" in source:
+        raise InvalidInput(f"source must be a string of at most {_SOURCE_MAX} characters")
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("source is not valid Unicode") from exc
+    return source
+
+
+def check_tags(tags: Sequence[str] | None) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        raise InvalidInput("tags must be a list of strings, not one string")
+    out: list[str] = []
+    for raw in tags:
+        if not isinstance(raw, str):
+            raise InvalidInput(f"tag must be a string, not {type(raw).__name__}")
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput("tag is not valid Unicode") from exc
+        tag = normalise_tag(raw)
+        if tag not in out:
+            out.append(tag)
+    return out
+
+
+@dataclass(kw_only=True)
+class Draft:
+    """A memory about to be written. Fields left None get their defaults at write time."""
+
+    content: str
+    tags: list[str] = field(default_factory=list)  # explicit, already normalised
+    auto_tags: bool = True
+    source: str | None = None
+    id: str | None = None
+    kind: NodeKind | None = None
+    status: NodeStatus | None = None  # given on import: restore as-is, skip fact logic
+    created_at: float | None = None
+    last_access: float | None = None
+    access_count: int = 0
+    confidence: float | None = None
+    importance: float | None = None
+    valid_from: float | None = None
+    valid_until: float | None = None
+    deprecated_by: str | None = None
+    fact_key: str | None = None
+    fact_value: str | None = None
+
+
+class Writer:
+    """Writes drafts through one connection inside the caller's transaction."""
+
+    def __init__(self, conn: apsw.Connection, namespace: str, config: Config,
+                 counter: TokenCounter) -> None:
+        self.conn = conn
+        self.ns = namespace
+        self.config = config
+        self.counter = counter
+        self._tids: dict[str, int] = {}
+
+    def _known(self, names: list[str]) -> set[str]:
+        if not names:
+            return set()
+        marks = ",".join("?" * len(names))
+        rows = self.conn.execute(
+            f"SELECT name FROM tags WHERE namespace = ? AND name IN ({marks})",
+            (self.ns, *names),
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def _tag_id(self, name: str, now: float) -> int:
+        tid = self._tids.get(name)
+        if tid is None:
+            row = self.conn.execute(
+                "INSERT INTO tags (namespace, name, df, created_at) VALUES (?, ?, 0, ?) "
+                "ON CONFLICT (namespace, name) DO UPDATE SET df = df RETURNING tid",
+                (self.ns, name, now),
+            ).fetchone()
+            assert row is not None
+            tid = int(row[0])
+            self._tids[name] = tid
+        return tid
+
+    def write(self, draft: Draft, now: float, tokens: int | None = None) -> tuple[int, str]:
+        """Insert one node with everything derived from it; returns (rid, id)."""
+        conn = self.conn
+        created = draft.created_at if draft.created_at is not None else now
+        node_id = draft.id or new_id()
+        kind = draft.kind
+        fact_key, fact_value = draft.fact_key, draft.fact_value
+        facts = parse_facts(draft.content) if draft.status is None and kind is None else []
+        if facts and fact_key is None:
+            fact_key, fact_value = facts[0].key, facts[0].value
+        if kind is None:
+            kind = NodeKind.FACT if fact_key else NodeKind.EPISODIC
+        confidence = draft.confidence if draft.confidence is not None else 0.5
+        valid_from = draft.valid_from if draft.valid_from is not None else (
+            created if kind is NodeKind.FACT else None)
+
+        superseded: list[tuple[str, float]] = []
+        if draft.status is None and fact_key:
+            for old_id, old_value, old_conf, old_from in conn.execute(
+                "SELECT id, fact_value, confidence, valid_from FROM nodes "
+                "WHERE namespace = ? AND fact_key = ? AND status = 'live'",
+                (self.ns, fact_key),
+            ).fetchall():
+                superseded.append((old_id, created))
+                if (old_value or "").casefold() == (fact_value or "").casefold():
+                    # A restatement confirms the fact: it keeps its start and gains trust.
+                    confidence = max(confidence, min(1.0, old_conf + CONFIRM_STEP))
+                    if old_from is not None:
+                        valid_from = min(valid_from or old_from, old_from)
+
+        status = draft.status or NodeStatus.LIVE
+        n_tokens = tokens if tokens is not None else self.counter.count(draft.content)
+        row = conn.execute(
+            "INSERT INTO nodes (id, namespace, kind, content, source, status, created_at, "
+            "last_access, access_count, confidence, importance, tokens, valid_from, "
+            "valid_until, deprecated_by, fact_key, fact_value) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
+            (node_id, self.ns, kind.value, draft.content, draft.source, status.value, created,
+             draft.last_access if draft.last_access is not None else created,
+             draft.access_count, confidence,
+             draft.importance if draft.importance is not None else 0.5,
+             n_tokens, valid_from, draft.valid_until, draft.deprecated_by,
+             fact_key, fact_value),
+        ).fetchone()
+        assert row is not None
+        rid = int(row[0])
+        conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, draft.content))
+
+        self._write_tags(rid, draft, now)
+        for old_id, at in superseded:
+            conn.execute(
+                "UPDATE nodes SET status = 'superseded', valid_until = ? WHERE id = ?",
+                (at, old_id),
+            )
+            self.add_edge(node_id, old_id, EdgeType.SUPERSEDES, created, context=fact_key)
+        if draft.status is None:
+            self._write_links(node_id, draft.content, created)
+        return rid, node_id
+
+    def _write_tags(self, rid: int, draft: Draft, now: float) -> None:
+        weights: dict[str, float] = {name: 1.0 for name in draft.tags}
+        if draft.auto_tags:
+            cfg = self.config.tags
+            for name, weight in extract_tags(draft.content, known=self._known,
+                                             max_tags=cfg.max_tags, min_tags=cfg.min_tags):
+                weights.setdefault(name, weight)
+        if not weights:
+            return
+        tids = [(self._tag_id(name, now), w) for name, w in weights.items()]
+        self.conn.executemany(
+            "INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
+            [(tid, rid, w) for tid, w in tids],
+        )
+        self.conn.executemany(
+            "UPDATE tags SET df = df + 1 WHERE tid = ?", [(tid,) for tid, _ in tids]
+        )
+        pairs = [(a, b) for a, _ in tids for b, _ in tids if a != b]
+        if pairs:
+            self.conn.executemany(
+                "INSERT INTO tag_edges (src, dst, count, weight) VALUES (?, ?, 1, ?) "
+                "ON CONFLICT (src, dst) DO UPDATE SET count = count + 1, "
+                "weight = weight + (1.0 - weight) * ?",
+                [(a, b, NEW_EDGE_WEIGHT, COOCCUR_STEP) for a, b in pairs],
+            )
+
+    def _write_links(self, node_id: str, content: str, at: float) -> None:
+        for link in parse_links(content):
+            if link.target == node_id:
+                continue
+            self.add_edge(node_id, link.target, link.type, at, context=link.context)
+            if link.type is EdgeType.SUPERSEDES:
+                self.conn.execute(
+                    "UPDATE nodes SET status = 'superseded', valid_until = ? "
+                    "WHERE id = ? AND namespace = ? AND status = 'live'",
+                    (at, link.target, self.ns),
+                )
+            elif link.type is EdgeType.CONTRADICTS:
+                self.conn.execute(
+                    "UPDATE nodes SET confidence = max(0.0, confidence - ?) "
+                    "WHERE id = ? AND namespace = ?",
+                    (CONTRADICT_STEP, link.target, self.ns),
+                )
+
+    def add_edge(self, src: str, dst: str, type_: EdgeType, at: float, *,
+                 weight: float = 1.0, context: str | None = None) -> None:
+        self.conn.execute(
+            "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.ns, src, dst, type_.value, weight, context, at),
+        )

@@ -1,0 +1,336 @@
+"""The Python API: ``Memory("agent.db", namespace="default")``.
+
+A Memory owns one Store (one apsw connection) and works in one namespace; nothing it does
+reads or writes another namespace. All methods are synchronous and thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import structlog
+
+from remd.config import Config
+from remd.embed import EmbedError, Embedder, make_embedder, to_blob
+from remd.errors import InvalidInput, NotFound
+from remd.ingest import Draft, Writer, check_namespace, check_source, check_tags, check_text
+from remd.models import EdgeType, Node, NodeKind, NodeStatus, Stats
+from remd.store import Store
+from remd.tokens import TokenCounter
+
+log = structlog.get_logger("remd.memory")
+
+NODE_COLUMNS = (
+    "rid, id, namespace, kind, content, source, status, created_at, last_access, "
+    "access_count, confidence, importance, tokens, valid_from, valid_until, deprecated_by, "
+    "fact_key, fact_value"
+)
+BULK_CHUNK = 500  # memories per write transaction in bulk saves: short locks, steady progress
+Progress = Callable[[int], None]
+
+
+class Memory:
+    """Long-term memory in one SQLite file, scoped to one namespace.
+
+    Raises StoreError (and subclasses) if the file cannot be used, InvalidInput for a bad
+    namespace, ConfigError for a bad configuration.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = "remd.db",
+        namespace: str = "default",
+        *,
+        config: Config | None = None,
+        embedder: Embedder | None | bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.namespace = check_namespace(namespace)
+        self.config = config if config is not None else Config()
+        self.store = Store(path, self.config.store)
+        self.counter = TokenCounter(self.config.store.encoding)
+        # embedder=True: the configured one, loaded lazily on first use; None/False: none.
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = None
+        self.clock = clock
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    @property
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and self._embedder_spec is not None:
+            if self._embedder_spec is True:
+                self._embedder = make_embedder(self.config.embed)
+            elif self._embedder_spec is not False:
+                self._embedder = self._embedder_spec  # type: ignore[assignment]
+            self._embedder_spec = None
+        return self._embedder
+
+    # -- writes -------------------------------------------------------------------------
+    def draft(self, text: object, tags: Sequence[str] | None = None,
+              source: object = None) -> Draft:
+        """Validate one memory's input. Raises InvalidInput."""
+        return Draft(
+            content=check_text(text, self.config.store.max_content_chars),
+            tags=check_tags(tags),
+            source=check_source(source),
+        )
+
+    def save(self, text: str, tags: Sequence[str] | None = None,
+             source: str | None = None) -> Node:
+        """Store one memory; it is durable when this returns.
+
+        The embedding is computed right after the commit (unless embed_on_save is off); if the
+        embedder fails the memory stays saved and its vector waits in the backlog.
+        Raises InvalidInput for bad text/tags/source, StoreError if the file can't be written.
+        """
+        draft = self.draft(text, tags, source)
+        now = self.clock()
+        with self.store.transaction() as conn:
+            rid, node_id = Writer(conn, self.namespace, self.config, self.counter).write(
+                draft, now)
+        if self.config.embed.embed_on_save:
+            self.embed_pending(rids=[rid])
+        return self.get(node_id)
+
+    def save_many(self, texts: Iterable[str], *, tags: Sequence[str] | None = None,
+                  source: str | None = None, embed: bool = True,
+                  progress: Progress | None = None) -> list[str]:
+        """Store many memories in batched transactions; returns their ids in order.
+
+        Every text is validated before anything is written, so a bad one stores nothing.
+        Memories are durable batch by batch; with ``embed`` the embedding backlog is then
+        processed in the embedder's batches. Raises InvalidInput naming the bad item.
+        """
+        drafts = []
+        for i, text in enumerate(texts):
+            try:
+                drafts.append(self.draft(text, tags, source))
+            except InvalidInput as exc:
+                raise InvalidInput(f"item {i}: {exc}") from exc
+        return self.write_drafts(drafts, embed=embed, progress=progress)
+
+    def write_drafts(self, drafts: Sequence[Draft], *, embed: bool = True,
+                     progress: Progress | None = None) -> list[str]:
+        """Write validated drafts in chunks of BULK_CHUNK per transaction."""
+        ids: list[str] = []
+        for start in range(0, len(drafts), BULK_CHUNK):
+            chunk = drafts[start:start + BULK_CHUNK]
+            counts = self.counter.count_many([d.content for d in chunk])
+            now = self.clock()
+            with self.store.transaction() as conn:
+                writer = Writer(conn, self.namespace, self.config, self.counter)
+                ids.extend(writer.write(d, now, n)[1] for d, n in zip(chunk, counts, strict=True))
+            if progress:
+                progress(len(chunk))
+        if embed:
+            self.embed_pending()
+        return ids
+
+    def embed_pending(self, *, rids: Sequence[int] | None = None, limit: int | None = None,
+                      progress: Progress | None = None) -> int:
+        """Compute and store vectors for nodes that have none yet; returns how many.
+
+        Embedder failures are logged and leave the nodes in the backlog (never raised: the
+        memories themselves are already safe).
+        """
+        embedder = self.embedder
+        if embedder is None:
+            return 0
+        done = 0
+        batch = self.config.embed.batch_size
+        while limit is None or done < limit:
+            want = batch if limit is None else min(batch, limit - done)
+            if rids is not None:
+                todo = rids[done:done + want]
+                marks = ",".join("?" * len(todo))
+                rows = self.store.query(
+                    f"SELECT rid, content FROM nodes WHERE rid IN ({marks}) AND embedded = 0",
+                    list(todo)) if todo else []
+            else:
+                rows = self.store.query(
+                    "SELECT rid, content FROM nodes WHERE namespace = ? AND embedded = 0 "
+                    "ORDER BY rid LIMIT ?", (self.namespace, want))
+            if not rows:
+                break
+            try:
+                vectors = embedder.embed([r[1] for r in rows])
+            except EmbedError as exc:
+                log.warning("embed.failed", error=str(exc), pending=len(rows))
+                break
+            with self.store.transaction() as conn:
+                for (rid, _), vec in zip(rows, vectors, strict=True):
+                    conn.execute("DELETE FROM node_vec WHERE rowid = ?", (rid,))
+                    conn.execute(
+                        "INSERT INTO node_vec (rowid, namespace, embedding) VALUES (?, ?, ?)",
+                        (rid, self.namespace, to_blob(vec)))
+                conn.executemany("UPDATE nodes SET embedded = 1 WHERE rid = ?",
+                                 [(r[0],) for r in rows])
+            done += len(rows)
+            if progress:
+                progress(len(rows))
+        return done
+
+    def forget(self, node_id: str) -> Node:
+        """Soft-delete: the node stays in the file (status forgotten) but is never injected.
+
+        Raises NotFound for an unknown id.
+        """
+        node = self.get(node_id)
+        with self.store.transaction() as conn:
+            conn.execute("UPDATE nodes SET status = 'forgotten' WHERE rid = ?",
+                         (self._rid(node_id),))
+        log.info("memory.forgotten", id=node.id, namespace=self.namespace)
+        return self.get(node_id)
+
+    # -- reads --------------------------------------------------------------------------
+    def _rid(self, node_id: str) -> int:
+        rid = self.store.scalar("SELECT rid FROM nodes WHERE id = ? AND namespace = ?",
+                                (node_id, self.namespace))
+        if rid is None:
+            raise NotFound("memory", node_id, self.namespace)
+        return int(rid)
+
+    def _tags_of(self, rids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        if not rids:
+            return {}
+        out: dict[int, list[str]] = {rid: [] for rid in rids}
+        for start in range(0, len(rids), 500):
+            part = rids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for rid, name in self.store.query(
+                f"SELECT nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
+                f"WHERE nt.rid IN ({marks}) ORDER BY nt.rid, t.name",
+                list(part),
+            ):
+                out[rid].append(name)
+        return {rid: tuple(names) for rid, names in out.items()}
+
+    def nodes_from_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[Node]:
+        tags = self._tags_of([r[0] for r in rows])
+        return [
+            Node(id=r[1], namespace=r[2], kind=NodeKind(r[3]), content=r[4], source=r[5],
+                 status=NodeStatus(r[6]), created_at=r[7], last_access=r[8],
+                 access_count=r[9], confidence=r[10], importance=r[11], tokens=r[12],
+                 valid_from=r[13], valid_until=r[14], deprecated_by=r[15], fact_key=r[16],
+                 fact_value=r[17], tags=tags.get(r[0], ()))
+            for r in rows
+        ]
+
+    def get(self, node_id: str) -> Node:
+        """The memory with this id in this namespace. Raises NotFound."""
+        if not isinstance(node_id, str):
+            raise InvalidInput(f"memory id must be a string, not {type(node_id).__name__}")
+        rows = self.store.query(
+            f"SELECT {NODE_COLUMNS} FROM nodes WHERE id = ? AND namespace = ?",
+            (node_id, self.namespace))
+        if not rows:
+            raise NotFound("memory", node_id, self.namespace)
+        return self.nodes_from_rows(rows)[0]
+
+    def recent(self, n: int = 10, *, include_inactive: bool = False) -> list[Node]:
+        """The n most recently created live memories (all statuses if include_inactive)."""
+        if not isinstance(n, int) or n < 0:
+            raise InvalidInput(f"n must be a non-negative integer, not {n!r}")
+        status = "" if include_inactive else "AND status = 'live'"
+        rows = self.store.query(
+            f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? {status} "
+            "ORDER BY created_at DESC, rid DESC LIMIT ?", (self.namespace, n))
+        return self.nodes_from_rows(rows)
+
+    def history(self, node_id: str) -> list[Node]:
+        """The SUPERSEDES chain through this memory, oldest first. Raises NotFound."""
+        self.get(node_id)
+        seen = {node_id}
+        frontier = [node_id]
+        while frontier:
+            marks = ",".join("?" * len(frontier))
+            rows = self.store.query(
+                f"SELECT src, dst FROM edges WHERE namespace = ? AND type = 'SUPERSEDES' "
+                f"AND live = 1 AND (src IN ({marks}) OR dst IN ({marks}))",
+                (self.namespace, *frontier, *frontier))
+            frontier = []
+            for src, dst in rows:
+                for other in (src, dst):
+                    if other not in seen:
+                        seen.add(other)
+                        frontier.append(other)
+        marks = ",".join("?" * len(seen))
+        rows = self.store.query(
+            f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND id IN ({marks}) "
+            "ORDER BY created_at, rid", (self.namespace, *seen))
+        return self.nodes_from_rows(rows)
+
+    def nearest(self, text: str, k: int = 8, *, live_only: bool = True) -> list[tuple[Node, float]]:
+        """The k memories closest to ``text`` by cosine distance (smallest first)."""
+        embedder = self.embedder
+        if embedder is None or k <= 0:
+            return []
+        query = check_text(text, self.config.store.max_content_chars)
+        vec = embedder.embed([query])[0]
+        hits = self.store.query(
+            "SELECT rowid, distance FROM node_vec WHERE embedding MATCH ? AND k = ? "
+            "AND namespace = ?", (to_blob(vec), k * 2 if live_only else k, self.namespace))
+        if not hits:
+            return []
+        dist = {rid: d for rid, d in hits}
+        marks = ",".join("?" * len(dist))
+        status = "AND status = 'live'" if live_only else ""
+        rows = self.store.query(
+            f"SELECT {NODE_COLUMNS} FROM nodes WHERE rid IN ({marks}) {status}", list(dist))
+        nodes = self.nodes_from_rows(rows)
+        rid_of = {r[1]: r[0] for r in rows}
+        ranked = sorted(((n, float(dist[rid_of[n.id]])) for n in nodes), key=lambda p: p[1])
+        return ranked[:k]
+
+    def edges(self, node_id: str) -> list[tuple[str, str, EdgeType, float]]:
+        """Live typed edges touching a memory: (src, dst, type, weight)."""
+        self.get(node_id)
+        rows = self.store.query(
+            "SELECT src, dst, type, weight FROM edges WHERE namespace = ? AND live = 1 "
+            "AND (src = ? OR dst = ?) ORDER BY eid", (self.namespace, node_id, node_id))
+        return [(s, d, EdgeType(t), w) for s, d, t, w in rows]
+
+    def stats(self) -> Stats:
+        """Counts for this namespace."""
+        ns = self.namespace
+        with self.store.snapshot():
+            by_status = dict(self.store.query(
+                "SELECT status, count(*) FROM nodes WHERE namespace = ? GROUP BY status", (ns,)))
+            by_kind = dict(self.store.query(
+                "SELECT kind, count(*) FROM nodes WHERE namespace = ? AND status = 'live' "
+                "GROUP BY kind", (ns,)))
+            tags = self.store.scalar("SELECT count(*) FROM tags WHERE namespace = ?", (ns,))
+            tag_edges = self.store.scalar(
+                "SELECT count(*) FROM tag_edges te JOIN tags t ON t.tid = te.src "
+                "WHERE t.namespace = ?", (ns,))
+            edges = self.store.scalar(
+                "SELECT count(*) FROM edges WHERE namespace = ? AND live = 1", (ns,))
+            pending = self.store.scalar(
+                "SELECT count(*) FROM nodes WHERE namespace = ? AND embedded = 0", (ns,))
+            packs = self.store.scalar("SELECT count(*) FROM packs WHERE namespace = ?", (ns,))
+            runs = self.store.scalar("SELECT count(*) FROM rem_runs WHERE namespace = ?", (ns,))
+        path = self.store.path
+        size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+        return Stats(
+            namespace=ns, nodes=sum(by_status.values()), live=by_status.get("live", 0),
+            deprecated=by_status.get("deprecated", 0),
+            superseded=by_status.get("superseded", 0),
+            forgotten=by_status.get("forgotten", 0), facts=by_kind.get("fact", 0),
+            synthesis=by_kind.get("synthesis", 0), tags=tags, tag_edges=tag_edges,
+            edges=edges, pending_embeddings=pending, packs=packs, rem_runs=runs,
+            db_bytes=size, schema_version=self.store.schema_version(), by_kind=by_kind)

@@ -1,0 +1,259 @@
+"""The SQLite file: one connection factory, one transaction primitive, named migrations.
+
+Every connection goes through :func:`connect` (WAL, busy timeout, foreign keys, sqlite-vec).
+Every write goes through :meth:`Store.transaction` (``BEGIN IMMEDIATE``; a ``SAVEPOINT`` when
+nested), so a logical operation is one short transaction and a crash loses at most the one in
+flight. apsw is in autocommit mode by default, which is what makes this explicit control work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import apsw
+import sqlite_vec
+
+from remd.config import StoreConfig
+from remd.errors import DatabaseLocked, SchemaVersionError, StoreError
+
+T = TypeVar("T")
+
+_SCHEMA_FILE = "schema.sql"
+
+
+def _schema_sql() -> str:
+    return (resources.files("remd") / _SCHEMA_FILE).read_text(encoding="utf-8")
+
+
+# Named migrations, applied in order; each is recorded in remd_migrations in the transaction
+# that applies it. The schema version of a file is the number of migrations it has. Never
+# edit or reorder an entry once released: append a new one.
+MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
+    ("0001_initial", _schema_sql),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _wrap(exc: apsw.Error, path: str) -> StoreError:
+    """Turn an apsw error into the StoreError a caller can act on."""
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return DatabaseLocked(f"database {path!r} is locked by another process (busy timeout)")
+    if isinstance(exc, apsw.NotADBError):
+        return StoreError(f"{path!r} is not a SQLite database")
+    if isinstance(exc, apsw.CorruptError):
+        return StoreError(f"database {path!r} is corrupt")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return StoreError(f"database {path!r} is read-only")
+    if isinstance(exc, apsw.FullError):
+        return StoreError(f"database {path!r}: disk or database is full")
+    if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError):
+        return StoreError(f"cannot open database {path!r}")
+    if isinstance(exc, apsw.IOError):
+        return StoreError(f"I/O error on database {path!r}")
+    return StoreError(f"database {path!r}: {exc}")
+
+
+def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> apsw.Connection:
+    """Open ``path`` with remd's pragmas and sqlite-vec loaded.
+
+    A new file is created with mode 0600 (SQLite then gives the -wal and -shm files the same
+    mode). Raises StoreError if the file can't be opened or is not a database.
+    """
+    path = str(path)
+    if path != ":memory:" and create and not os.path.exists(path):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.close(fd)
+        except FileExistsError:
+            pass  # another process created it between our check and open
+        except OSError as exc:
+            raise StoreError(f"cannot create database {path!r}: {exc.strerror}") from exc
+    flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+    try:
+        conn = apsw.Connection(path, flags=flags)
+        conn.set_busy_timeout(config.busy_timeout_ms)
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        # journal_mode=WAL needs a write lock the first time; it persists in the file.
+        mode = conn.execute("PRAGMA journal_mode").fetchone()
+        if mode is not None and mode[0] != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute("PRAGMA cache_size=-32000")
+    except apsw.Error as exc:
+        raise _wrap(exc, path) from exc
+    return conn
+
+
+class Store:
+    """A connection plus the transaction primitive and the migration runner.
+
+    One Store may be shared by threads: a re-entrant lock serialises its transactions, since
+    one SQLite connection can only be in one transaction at a time.
+    """
+
+    def __init__(self, path: str | Path, config: StoreConfig, *, create: bool = True) -> None:
+        self.path = str(path)
+        self.config = config
+        self.conn = connect(self.path, config, create=create)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._savepoints = itertools.count()
+        self.migrate()
+
+    # -- transactions -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[apsw.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; a SAVEPOINT when nested; rollback on any error.
+
+        Retries BEGIN with jittered backoff when another process holds the write lock past the
+        busy timeout; raises DatabaseLocked after ``lock_retries`` attempts. apsw errors inside
+        the block become StoreError subclasses.
+        """
+        with self._lock:
+            if self._depth:
+                name = f"remd_sp{next(self._savepoints)}"
+                self.conn.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield self.conn
+                except BaseException:
+                    self.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
+                    raise
+                else:
+                    self.conn.execute(f"RELEASE {name}")
+                finally:
+                    self._depth -= 1
+                return
+            self._begin()
+            self._depth = 1
+            try:
+                yield self.conn
+            except BaseException as exc:
+                self._rollback()
+                if isinstance(exc, apsw.Error):
+                    raise _wrap(exc, self.path) from exc
+                raise
+            else:
+                try:
+                    self.conn.execute("COMMIT")
+                except apsw.Error as exc:
+                    self._rollback()
+                    raise _wrap(exc, self.path) from exc
+            finally:
+                self._depth = 0
+
+    def _begin(self) -> None:
+        for attempt in range(self.config.lock_retries + 1):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except apsw.BusyError as exc:
+                if attempt == self.config.lock_retries:
+                    raise _wrap(exc, self.path) from exc
+                time.sleep(min(1.0, 0.02 * 2**attempt) * (0.5 + random.random()))
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            with contextlib.suppress(apsw.Error):
+                self.conn.execute("ROLLBACK")
+
+    # -- reads --------------------------------------------------------------------------
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Run a read and return all rows; apsw errors become StoreError."""
+        with self._lock:
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[apsw.Connection]:
+        """A read transaction: several reads that see one consistent state of the file."""
+        with self._lock:
+            if self._depth:
+                yield self.conn
+                return
+            try:
+                self.conn.execute("BEGIN DEFERRED")
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+            self._depth = 1
+            try:
+                yield self.conn
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+            finally:
+                self._depth = 0
+                self._rollback()
+
+    # -- schema -------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        has_meta = self.scalar(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'remd_meta'"
+        )
+        if not has_meta:
+            return 0
+        value = self.scalar("SELECT value FROM remd_meta WHERE key = 'schema_version'")
+        return int(value) if value is not None else 0
+
+    def migrate(self) -> None:
+        """Apply the migrations this file lacks; refuse a file newer than this code.
+
+        Raises SchemaVersionError for a newer file, StoreError for a file that is not ours.
+        """
+        version = self.schema_version()
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"database {self.path!r} has schema version {version}, newer than this remd "
+                f"({SCHEMA_VERSION}); upgrade remd"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if version == 0:
+            foreign = self.scalar(
+                "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+            )
+            if foreign:
+                raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
+        with self.transaction() as conn:
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            version = self.schema_version()
+            for name, sql in MIGRATIONS[version:]:
+                conn.execute(sql())
+                conn.execute(
+                    "INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
+                    (name, datetime.now(UTC).isoformat(timespec="seconds")),
+                )
+            conn.execute(
+                "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()

@@ -1,0 +1,345 @@
+"""Synthesis: distil a cluster of memory fragments into one denser memory.
+
+Two synthesisers share one contract (:class:`Synthesiser`): :class:`LLMSynthesiser` asks an
+OpenAI-compatible endpoint with the versioned prompt in ``prompts/synthesis.md`` and validates
+the answer with :class:`SynthesisAnswer`; :class:`OfflineSynthesiser` is extractive and
+deterministic, so ``run-rem`` works with no LLM at all and never loses a fact.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import structlog
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from remd.errors import InvalidInput, LLMError
+from remd.llm import LLMClient, Role
+from remd.llm import Prompt as Prompt  # re-exported: the synthesis prompt lives here
+from remd.llm import load_prompt as load_prompt
+
+_log = structlog.get_logger("remd.synthesis")
+
+MAX_SYNTHESIS_CHARS = 8000
+MAX_LIST_ITEMS = 256
+MAX_ITEM_CHARS = 1000
+_REASK_ECHO_CHARS = 4000  # how much of an invalid answer is shown back to the model
+
+Edge = tuple[str, str, str]  # (src_fragment_id, dst_fragment_id, edge_type)
+
+
+class SynthesisAnswer(BaseModel):
+    """A validated synthesis. Lists hold strings (numbers are turned into strings, blanks and
+    repeats dropped). ``importance`` outside 0..1 is clamped rather than rejected: a model that
+    says 1.2 means "very", and rejecting it would cost a re-ask for nothing; NaN is rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    synthesis: str
+    key_entities: list[str] = []
+    causal_chains: list[str] = []
+    temporal_anchors: list[str] = []
+    importance: float | None = None
+
+    @field_validator("synthesis")
+    @classmethod
+    def _synthesis(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("synthesis is empty")
+        if len(value) > MAX_SYNTHESIS_CHARS:
+            raise ValueError(f"synthesis has {len(value)} characters, over {MAX_SYNTHESIS_CHARS}")
+        return value
+
+    @field_validator("key_entities", "causal_chains", "temporal_anchors", mode="before")
+    @classmethod
+    def _string_list(cls, value: object) -> object:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            return value  # pydantic reports the wrong type
+        # Numbers are fine as entities ("2024", 42); other non-strings are left for pydantic.
+        items = [str(v).strip() if type(v) in (int, float, str) else v for v in value]
+        if not all(isinstance(v, str) for v in items):
+            return items
+        if len(items) > MAX_LIST_ITEMS or any(len(str(v)) > MAX_ITEM_CHARS for v in items):
+            raise ValueError(f"at most {MAX_LIST_ITEMS} items of {MAX_ITEM_CHARS} characters")
+        return list(dict.fromkeys(v for v in items if v))
+
+    @field_validator("importance")
+    @classmethod
+    def _importance(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("importance must be a finite number")
+        return None if value is None else min(1.0, max(0.0, value))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fragment:
+    """One cluster member as the synthesiser sees it. ``created_at`` is POSIX seconds (UTC)."""
+
+    id: str
+    content: str
+    importance: float
+    created_at: float
+
+
+class Synthesiser(Protocol):
+    name: str
+    model: str
+    prompt_version: str
+
+    def synthesise(
+        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = ()
+    ) -> SynthesisAnswer:
+        """Raises LLMError when no valid answer can be produced (the cluster is then skipped)."""
+        ...
+
+
+def iso_date(posix: float) -> str:
+    """``created_at`` as a UTC calendar date, e.g. ``2024-03-05``."""
+    try:
+        return datetime.fromtimestamp(posix, UTC).date().isoformat()
+    except (OverflowError, OSError, ValueError) as exc:
+        raise InvalidInput(f"bad fragment timestamp {posix!r}") from exc
+
+
+def _chronological(fragments: Sequence[Fragment]) -> list[Fragment]:
+    if not fragments:
+        raise InvalidInput("cannot synthesise an empty cluster")
+    if all(not f.content.strip() for f in fragments):
+        raise InvalidInput("cannot synthesise fragments that are all blank")
+    return sorted(fragments, key=lambda f: (f.created_at, f.id))
+
+
+def render_fragments(fragments: Sequence[Fragment]) -> str:
+    """Fragments as delimited data, oldest first; the content is escaped, so it cannot close
+    its element or forge another one."""
+    return "\n".join(
+        f'<fragment id="{html.escape(f.id)}" date="{iso_date(f.created_at)}" '
+        f'importance="{f.importance:.2f}">\n{html.escape(f.content, quote=False)}\n</fragment>'
+        for f in _chronological(fragments)
+    )
+
+
+def render_edges(edges: Sequence[Edge]) -> str:
+    lines = [  # an EdgeType member formats as "EdgeType.X", hence the .value
+        f'<edge from="{html.escape(src)}" to="{html.escape(dst)}" '
+        f'type="{html.escape(str(getattr(kind, "value", kind)))}"/>'
+        for src, dst, kind in edges
+    ]
+    return "\n".join(lines) or "(none)"
+
+
+class LLMSynthesiser:
+    """Synthesis by an LLM; an invalid answer is re-asked once, then it is an LLMError."""
+
+    name = "llm"
+
+    def __init__(self, client: LLMClient, prompt: Prompt | None = None) -> None:
+        self._client = client
+        self._prompt = prompt or load_prompt("synthesis")
+        if "reask" not in self._prompt.sections:
+            raise InvalidInput(f"prompt {self._prompt.name!r} has no '## reask' section")
+        self.model = client.model
+        self.prompt_version = self._prompt.ident
+
+    def synthesise(
+        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = ()
+    ) -> SynthesisAnswer:
+        """Raises LLMError (endpoint failure, or an invalid answer twice), InvalidInput."""
+        system = self._prompt.fill("system")
+        user = self._prompt.fill(
+            "user", count=str(len(fragments)), fragments=render_fragments(fragments),
+            edges=render_edges(causal_edges),
+        )
+        turns: list[tuple[Role, str]] = []
+        for attempt in (1, 2):
+            answer = self._client.complete_json(system, user, turns=turns)
+            try:
+                return _parse(answer)
+            except ValidationError as exc:
+                error, failure = _brief(exc), exc
+            _log.warning("synthesis.invalid_answer", attempt=attempt, error=error,
+                         chars=len(answer), model=self.model, prompt_version=self.prompt_version)
+            reask = self._prompt.fill("reask", error=error)
+            turns = [("assistant", _clip(answer, _REASK_ECHO_CHARS)), ("user", reask)]
+        raise LLMError(f"LLM answered with an invalid synthesis twice: {error}") from failure
+
+
+def _parse(answer: str) -> SynthesisAnswer:
+    text = answer.strip()
+    # Some local servers wrap JSON mode answers in a Markdown fence anyway.
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
+    return SynthesisAnswer.model_validate_json(fenced.group(1) if fenced else text)
+
+
+def _brief(exc: ValidationError) -> str:
+    """The first problems of a validation error, without echoing the answer's content."""
+    parts = [
+        f"{'.'.join(str(p) for p in err['loc']) or 'answer'}: {err['msg']}"
+        for err in exc.errors()[:3]
+    ]
+    return _clip("; ".join(parts), 300)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Words whose presence never makes a sentence say something new (for near-duplicates).
+_FILLERS = frozenset({"a", "an", "the", "and", "also", "just", "very", "really", "actually",
+                      "indeed", "quite"})
+# Two sentences that differ by one of these say opposite things: never duplicates.
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "nobody", "neither", "nor",
+                        "without", "cannot"})
+# Capitalised only because they open a sentence: not names.
+NOT_NAMES = frozenset({
+    "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by",
+    "for", "with", "from", "as", "is", "are", "was", "were", "it", "its", "this", "that", "these",
+    "those", "he", "she", "they", "we", "i", "you", "my", "your", "his", "her", "our", "their",
+    "there", "here", "when", "while", "after", "before", "since", "during", "yesterday", "today",
+    "tomorrow", "however", "because", "also", "once", "now", "next", "last",
+})
+_WORD = re.compile(r"\w+(?:['’./:-]\w+)*")
+_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
+_DATE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?:,?\s+\d{{4}})?"
+    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?|\b{_MONTH}\s+\d{{4}}\b"
+)
+_CAUSAL = re.compile(
+    r"\b(because of|because|due to|therefore|so that|so|led to|leads to|caused|causes"
+    r"|resulted in)\b", re.IGNORECASE,
+)
+_EFFECT_FIRST = {"because", "because of", "due to"}
+_NEAR_DUPLICATE = 0.8  # token-set Jaccard
+
+
+@dataclass
+class _Sentence:
+    text: str
+    date: str
+    norm: frozenset[str]  # lower-cased tokens, for the similarity
+    content: frozenset[str]  # the same minus filler words, for "adds nothing new"
+
+
+class OfflineSynthesiser:
+    """Extractive synthesis: every sentence of the cluster, oldest first, near-duplicates dropped.
+
+    A sentence is dropped as a near-duplicate of a kept one only when their token sets have
+    Jaccard >= 0.8 AND the dropped one has no word the kept one lacks (articles and fillers
+    aside) and no negation tells them apart, so "broken on Tuesday" / "broken on Thursday" and
+    "is on call" / "is not on call" both survive: no name, date, number or negation is lost.
+    Of two sentences that cover each other the longer wording is kept, in the place of the
+    first mention.
+    """
+
+    name = "offline"
+    model = "extractive-v1"
+    prompt_version = "offline-1"
+
+    def synthesise(
+        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = ()
+    ) -> SynthesisAnswer:
+        """Raises InvalidInput (empty cluster), LLMError (result over the synthesis cap)."""
+        ordered = _chronological(fragments)
+        kept: list[_Sentence] = []
+        every: list[str] = []
+        for frag in ordered:
+            date = iso_date(frag.created_at)
+            for text in _sentences(frag.content):
+                every.append(text)
+                norm = frozenset(w.lower() for w in _WORD.findall(text))
+                _keep(kept, _Sentence(text, date, norm, norm - _FILLERS))
+        first, last = iso_date(ordered[0].created_at), iso_date(ordered[-1].created_at)
+        parts = [f"{first} to {last}:" if first != last else f"{first}:"]
+        current = first
+        for sentence in kept:
+            if sentence.date != current:
+                parts.append(f"({sentence.date})")
+                current = sentence.date
+            parts.append(sentence.text if sentence.text[-1] in ".!?" else sentence.text + ".")
+        synthesis = " ".join(parts)
+        if len(synthesis) > MAX_SYNTHESIS_CHARS:
+            raise LLMError(f"offline synthesis of {len(fragments)} fragments has "
+                           f"{len(synthesis)} characters, over {MAX_SYNTHESIS_CHARS}")
+        anchors = [first, last, *(m.group(0) for t in every for m in _DATE.finditer(t))]
+        return SynthesisAnswer(
+            synthesis=synthesis,
+            key_entities=_entities(every)[:MAX_LIST_ITEMS],
+            causal_chains=[c for s in kept if (c := _causal(s.text))][:MAX_LIST_ITEMS],
+            temporal_anchors=list(dict.fromkeys(anchors))[:MAX_LIST_ITEMS],
+            importance=None,  # the REM cycle derives it from the cluster members
+        )
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+
+
+def _keep(kept: list[_Sentence], new: _Sentence) -> None:
+    for i, old in enumerate(kept):
+        union = old.norm | new.norm
+        similar = old.text == new.text or (
+            bool(union) and len(old.norm & new.norm) / len(union) >= _NEAR_DUPLICATE
+        )
+        if not similar or any(
+            w in _NEGATIONS or w.endswith(("n't", "n’t")) for w in old.norm ^ new.norm
+        ):
+            continue
+        new_covered, old_covered = new.content <= old.norm, old.content <= new.norm
+        if new_covered and (not old_covered or len(old.text) >= len(new.text)):
+            return  # the kept sentence already says it
+        if old_covered:
+            # keep the longer wording in the place (and date) of the first mention
+            kept[i] = _Sentence(new.text, old.date, new.norm, new.content)
+            return
+    kept.append(new)
+
+
+def _entities(sentences: Sequence[str]) -> list[str]:
+    """Capitalised words and runs of them ("New York", "Acme Corp"), plus numbers, in order of
+    first appearance. A sentence's first word counts unless it is in NOT_NAMES."""
+    found: list[str] = []
+    for text in sentences:
+        run: list[str] = []
+        end = -1
+        for m in _NAME_WORD.finditer(text):
+            word = m.group(0)
+            capital = word[0].isupper() and word != "I"
+            capital = capital and not (m.start() == 0 and word.lower() in NOT_NAMES)
+            if capital and run and text[end:m.start()] == " ":
+                run.append(word)
+            else:
+                if run:
+                    found.append(" ".join(run))
+                run = [word] if capital else []
+            end = m.end()
+        if run:
+            found.append(" ".join(run))
+        found.extend(_NUMBER.findall(text))
+    return list(dict.fromkeys(found))
+
+
+def _causal(sentence: str) -> str | None:
+    """"cause → effect" for a sentence with a causal connective, else None."""
+    m = _CAUSAL.search(sentence)
+    if m is None:
+        return None
+    left, right = sentence[: m.start()], sentence[m.end():]
+    if m.group(1).lower() in _EFFECT_FIRST:
+        if not left.strip():  # "Because X, Y."
+            right, _, left = right.partition(",")
+        left, right = right, left
+    cause, effect = left.strip(" ,;:.!?"), right.strip(" ,;:.!?")
+    return f"{cause} → {effect}" if cause and effect else None

@@ -1,0 +1,635 @@
+"""Offline tagging: the tags a memory or a query is filed under in the tag graph.
+
+Tags are the nodes that inject walks from a query to memories, so the same concept must meet the
+same tag whether it was saved as "I'm allergic to peanuts" or asked as "what are my allergies?".
+Three cheap, deterministic devices do that work instead of an NLP model: one lemmatiser applied to
+every tag word, a small derivational map for the words memories are made of (prefer/preferences ->
+``preference``), and a hand-written category lexicon that adds a broader tag (peanut -> ``food``).
+
+Tagging runs on the bulk-save hot path, so everything here is table look-ups and one regex pass.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from functools import cache, lru_cache
+
+from remd.errors import InvalidInput
+
+__all__ = ["extract_query_tags", "extract_tags", "lemma", "normalise_tag"]
+
+MAX_TAG_LEN = 64
+# Huge texts are tagged from their opening only: tags are a summary, and scanning 1 MB of text on
+# every save would dominate bulk-save time.
+SCAN_CHARS = 4000
+# Tokens longer than this are hashes, URLs or unsegmented CJK sentences, not concepts.
+_MAX_WORD_LEN = 32
+
+# Kind weights: entities (names, places, years) identify a memory best; a broad category tag
+# alone would pull in every food memory, so it ranks below any word actually written.
+_W_ENTITY = 1.0
+_W_YEAR = 0.9
+_W_KEYWORD = 0.8
+_W_BIGRAM = 0.75
+_W_CATEGORY = 0.5
+_KNOWN_BOOST = 1.3  # reuse the namespace vocabulary: a tag that exists already links memories
+_BIGRAM_MIN_CONTENT = 4  # shorter texts get their words only; a bigram would just echo them
+
+# --- word lists --------------------------------------------------------------------------------
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STOP_WORDS = _words(
+    """
+    a an the this that these those there here it its itself i me my mine myself we us our ours
+    ourselves you your yours yourself yourselves he him his himself she her hers herself they them
+    their theirs themselves one ones someone somebody something anyone anybody anything everyone
+    everybody everything nobody nothing none noone other others another each every either neither
+    both all any some such own same few many much more most less least lot lots plenty several
+    am is are was were be been being have has had having do does did doing done will would shall
+    should can could may might must ought need dare get gets got gotten getting go goes going went
+    gone make makes made making take takes took taken come comes came let lets say says said tell
+    told think thought know knew known see saw seen seem seems seemed feel felt keep kept put give
+    gave given find found try tried want wanted wants use used using
+    about above across after afterwards against along alongside amid among around as at away back
+    before behind below beneath beside besides between beyond by down during except for from in
+    inside into near next of off on onto out outside over past per since than through throughout
+    till to toward towards under underneath unlike until up upon via with within without
+    and but or nor so yet if then else because although though unless whereas while whether also
+    too either instead otherwise therefore thus hence however anyway anyways besides meanwhile
+    what when where who whom whose why how which whatever whenever wherever whoever however
+    not no nor never always often sometimes usually ever again already still even just only very
+    really quite rather pretty fairly almost enough maybe perhaps probably actually basically
+    literally definitely totally completely absolutely simply certainly surely honestly seriously
+    especially particularly exactly kinda sorta somewhat somehow anyhow else
+    now today tonight tomorrow yesterday soon later lately recently currently once twice ago
+    day days week weeks month months year years time times morning evening night weekend
+    first second third last next previous final new old recent early late
+    two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand
+    million billion dozen couple half
+    yeah yep yup yes nope nah oh ooh ah aah ahh wow whoa hey hi hello hiya bye goodbye thanks thank
+    thx ty please pls sorry okay ok alright fine sure cool awesome great amazing nice good bad well
+    lol lmao rofl haha hahaha hehe omg btw imo imho tbh idk gonna wanna gotta kinda dunno hmm um
+    uh umm er erm huh meh yay ugh oops etc
+    thing things stuff way ways kind sort bit part lot place person people guy guys someone
+    i'm i've i'll i'd you're you've you'll you'd he's he'll he'd she's she'll she'd it's it'll
+    it'd we're we've we'll we'd they're they've they'll they'd that's that'll there's there'll
+    here's what's what're who's who'll where's when's why's how's let's don't doesn't didn't
+    can't cannot couldn't won't wouldn't shan't shouldn't mustn't mightn't needn't isn't aren't
+    wasn't weren't haven't hasn't hadn't ain't y'all ya
+    """
+)
+
+# Extra words that only carry the question's form ("tell me what you know about ...").
+_QUERY_STOP = _words(
+    """
+    tell remind recall remember know mention mentioned mentions talk talked discuss discussed ask
+    asked anything something info information detail details user users current currently
+    """
+)
+_QUERY_STOP_WORDS = _STOP_WORDS | _QUERY_STOP
+
+# Plurals that are not to be singularised: invariant nouns, plural-only nouns, and common proper
+# names ending in "s" (tags are lemmatised whatever their case, so "James" must survive).
+_NO_STRIP = _words(
+    """
+    news series species means physics mathematics maths politics economics ethics athletics
+    gymnastics graphics genetics linguistics electronics aerobics diabetes measles mumps rabies
+    herpes clothes jeans pants shorts trousers scissors pajamas pyjamas thanks fries headquarters
+    always perhaps sometimes towards afterwards besides whereas lens canvas atlas alias chaos
+    cosmos christmas texas kansas arkansas dallas vegas athens wales mars los angeles netherlands
+    philippines bahamas maldives barbados honduras james charles thomas nicholas douglas lucas
+    carlos williams jones adams evans edwards roberts phillips hughes stevens matthews collins
+    """
+)
+
+# Singulars ending in "ie" / "che", whose plurals must not become "-y" / "-ch".
+_IE_WORDS = _words(
+    """
+    movie cookie brownie zombie rookie selfie smoothie hoodie auntie calorie pie tie lie die genie
+    veggie foodie goodie sweetie birdie newbie hippie indie prairie eerie
+    """
+)
+_CHE_WORDS = _words(
+    "ache headache niche cache avalanche psyche moustache mustache cliche quiche creche"
+)
+
+_IRREGULAR = {
+    "children": "child", "grandchildren": "grandchild", "people": "person", "men": "man",
+    "women": "woman", "gentlemen": "gentleman", "mice": "mouse", "feet": "foot",
+    "teeth": "tooth", "geese": "goose", "oxen": "ox", "wolves": "wolf", "knives": "knife",
+    "wives": "wife", "leaves": "leaf", "halves": "half", "shelves": "shelf", "loaves": "loaf",
+    "thieves": "thief", "selves": "self", "potatoes": "potato", "tomatoes": "tomato",
+    "heroes": "hero", "echoes": "echo", "mosquitoes": "mosquito", "volcanoes": "volcano",
+    "buses": "bus", "viruses": "virus", "campuses": "campus", "bonuses": "bonus",
+    "statuses": "status", "focuses": "focus", "geniuses": "genius", "quizzes": "quiz",
+    "analyses": "analysis", "crises": "crisis", "theses": "thesis", "cacti": "cactus",
+    "fungi": "fungus", "criteria": "criterion", "phenomena": "phenomenon", "indices": "index",
+    "matrices": "matrix", "appendices": "appendix",
+}
+
+# Derivational map: verb and adjective forms of the concepts memories are about meet their noun,
+# so "I prefer tea" and "what are my preferences?" share the tag ``preference``.
+_DERIVED: dict[str, str] = {}
+for _target, _forms in {
+    "preference": "prefer prefers preferred preferring preference preferences",
+    "allergy": "allergic allergy allergies",
+    "like": "like likes liked liking",
+    "love": "love loves loved loving",
+    "live": "live lives lived living",
+    "work": "work works worked working",
+    "move": "move moves moved moving",
+    "favorite": "favorite favorites favourite favourites",
+    "hate": "hate hates hated hating",
+    "enjoy": "enjoy enjoys enjoyed enjoying",
+    "eat": "eat eats ate eaten eating",
+    "travel": "travel travels traveled travelled traveling travelling",
+}.items():
+    for _form in _forms.split():
+        _DERIVED[_form] = _target
+_TABLE = {**_IRREGULAR, **_DERIVED}
+
+# Category lexicon: a member word (as lemmatised) adds the broader category tag. Kept small and
+# unambiguous on purpose; words with two common senses ("rock", "game", "cold") are left out.
+_CATEGORIES: dict[str, str] = {
+    "food": "food peanut chocolate pizza coffee tea vegan vegetarian pasta sushi burger cheese "
+    "bread cake cookie fruit salad meat chicken rice noodle soup dessert snack dinner restaurant "
+    "recipe dairy gluten eat",
+    "pet": "pet dog cat puppy kitten hamster parrot rabbit bunny goldfish vet leash",
+    "family": "family mother mom mum father dad sister brother sibling kid child son daughter "
+    "husband wife spouse parent grandma grandmother grandpa grandfather aunt uncle cousin baby "
+    "niece nephew twin grandchild",
+    "work": "work job boss office career salary colleague coworker manager employer employee "
+    "company promotion interview deadline client startup internship workplace overtime",
+    "home": "home city move apartment house flat neighborhood neighbourhood rent landlord "
+    "roommate live relocate mortgage suburb town",
+    "hobby": "hobby guitar painting hiking knitting drawing photography gardening fishing camping "
+    "chess pottery crochet sewing woodworking climbing surfing skating puzzle lego",
+    "health": "health doctor therapy therapist allergy hospital medicine medication illness "
+    "disease surgery anxiety depression diabetes asthma nurse clinic injury symptom dentist "
+    "pregnancy vaccine headache migraine cancer flu fever prescription",
+    "travel": "travel trip vacation holiday flight airport hotel passport visa tourist abroad "
+    "cruise luggage suitcase backpacking itinerary journey resort",
+    "music": "music song concert band guitar piano violin drum singer album playlist jazz opera "
+    "choir musician lyric melody",
+    "sport": "sport football soccer basketball baseball tennis golf marathon gym yoga swimming "
+    "cycling workout coach hockey volleyball cricket boxing skiing athlete fitness",
+    "education": "education school college university course degree teacher professor student "
+    "exam homework lecture graduation diploma tuition semester thesis classroom scholarship "
+    "kindergarten",
+    "money": "money salary budget saving bank loan debt investment stock tax income dollar "
+    "credit cash finance mortgage retirement crypto bitcoin expensive",
+    "reading": "reading book novel author library chapter poetry poem kindle fiction memoir "
+    "biography bookstore magazine",
+    "movie": "movie film cinema netflix actor actress series television episode documentary "
+    "theater theatre hollywood anime cartoon sitcom",
+    "friend": "friend friendship buddy pal bestie bff",
+    "weather": "weather rain snow sunny cloudy storm temperature forecast humid windy hurricane "
+    "tornado climate",
+    "vehicle": "vehicle car truck bike bicycle motorcycle scooter driving driver taxi van suv "
+    "parking commute subway",
+    "tech": "tech computer laptop phone smartphone software app coding programming python "
+    "javascript internet website robot gadget tablet",
+    "relationship": "relationship boyfriend girlfriend dating wedding marriage married divorce "
+    "romance crush engaged anniversary",
+    "art": "art painting drawing sketch artist museum gallery sculpture photography pottery",
+    "shopping": "shopping shop store mall clothes dress shoe fashion outfit",
+    "nature": "nature park forest mountain lake river ocean beach camping garden hiking",
+    "charity": "charity volunteer volunteering donation donate fundraiser nonprofit",
+}
+_CATEGORY_OF: dict[str, tuple[str, ...]] = {}
+for _cat, _members in _CATEGORIES.items():
+    for _member in _members.split():
+        _CATEGORY_OF[_member] = (*_CATEGORY_OF.get(_member, ()), _cat)
+
+# Words that are never names, so a capitalised sentence opener made of one is not an entity.
+_COMMON_ADJ = _words(
+    """
+    big small little large huge tiny long short tall young good bad best better worse worst happy
+    sad angry tired busy hot cold warm dark light bright red blue green yellow black white brown
+    pink purple grey gray easy hard difficult simple fun funny beautiful pretty ugly cute sweet
+    delicious healthy fresh free full empty rich poor strong weak fast slow quick quiet loud
+    wonderful terrible horrible important interesting boring exciting excited scared afraid proud
+    glad lucky single local public private special different whole real true false main major
+    """
+)
+# Verb forms that cannot open a noun phrase ("visit Paris", "watch movies").
+_VERBISH = _words(
+    """
+    eat drink drank play played playing watch watched watching visit visited visiting buy bought
+    read write wrote writing meet met call called ask asked help helped learn learned learnt teach
+    taught bring brought become became begin began leave left run ran spend spent show showed
+    turn turned happen happened hope hoped wish wished start started finish finished decide
+    decided adopt adopted join joined attend attended plan planned planning cook cooked bake baked
+    """
+)
+_NOT_A_NAME = frozenset(
+    set(_CATEGORY_OF) | set(_TABLE) | set(_TABLE.values()) | _COMMON_ADJ | _VERBISH
+    | set(_CATEGORIES)
+)
+# Capitalised stop-words that may open a multi-word name ("New York", "San Diego", "Great Britain").
+_NAME_OPENERS = _words(
+    "new old great little big good first last next one saint san santa los las el la le de du "
+    "north south east west upper lower"
+)
+_NAME_SUFFIXES = ("ing", "ed", "ly", "tion", "sion", "ness", "ment", "able", "ible", "ful",
+                  "less", "ous", "ive", "ity", "ism", "ance", "ence")
+
+# --- tokenising --------------------------------------------------------------------------------
+
+_SENTENCE_END = frozenset(".!?…\n")
+_BREAK_PUNCT = ",;:()[]{}\"“”«»/|&+=*<>~#@\t\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\r\x7f"
+_ASCII_TOKEN_RE = re.compile(
+    r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)*|[.!?\n" + re.escape(_BREAK_PUNCT) + "]"
+)
+_I_FORMS = frozenset(("i", "i'm", "i've", "i'll", "i'd"))
+_SPLIT_TAG_RE = re.compile(r"[\s_\-\u2010-\u2015\x00-\x1f\x7f]+")
+_YEAR_RE = re.compile(r"(?:1[5-9]|20)\d\d")
+
+
+@cache
+def _unicode_token_re() -> re.Pattern[str]:
+    """The tokeniser for non-ASCII text, built on first use (a BMP scan costs ~25 ms).
+
+    ``\\w`` in ``re`` excludes combining marks, which would cut Devanagari or vowelled Arabic words
+    into pieces, so every BMP mark is added to the word class.
+    """
+    ranges: list[str] = []
+    start = -1
+    for cp in range(0x10000):
+        is_mark = unicodedata.category(chr(cp))[0] == "M"
+        if is_mark and start < 0:
+            start = cp
+        elif not is_mark and start >= 0:
+            ranges.append(f"\\u{start:04x}-\\u{cp - 1:04x}")
+            start = -1
+    marks = "".join(ranges)
+    word = rf"(?:[^\W_]|[{marks}])+"
+    breaks = "".join(_SENTENCE_END) + _BREAK_PUNCT + "、。，！？；：،؛؟"
+    return re.compile(rf"{word}(?:'{word})*|[{re.escape(breaks)}]")
+
+
+def _strip_ends(word: str) -> str:
+    """Drop leading/trailing characters that are not letters, digits or marks."""
+    start, end = 0, len(word)
+    while start < end and unicodedata.category(word[start])[0] not in "LNM":
+        start += 1
+    while end > start and unicodedata.category(word[end - 1])[0] not in "LNM":
+        end -= 1
+    return word[start:end]
+
+
+# --- lemmatising -------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=65536)
+def lemma(word: str) -> str:
+    """Lower-case *word* and reduce it to a deterministic dictionary form.
+
+    English plurals are singularised (``allergies`` -> ``allergy``, ``boxes`` -> ``box``) unless
+    the word is invariant or a known name (``news``, ``glass``, ``James``); a few irregular plurals
+    and the derivational map (``preferred`` -> ``preference``) are looked up. Only ASCII words are
+    changed by rule: this is not a stemmer, and a missed merge costs less than a wrong one.
+    Idempotent: ``lemma(lemma(w)) == lemma(w)``. Never raises.
+    """
+    w = word.lower()
+    while w.endswith("'s"):  # possessive: "Caroline's" files under "caroline"
+        w = w[:-2]
+    mapped = _TABLE.get(w)
+    if mapped is not None:
+        return mapped
+    if len(w) <= 3 or not w.isascii() or not w.isalpha() or w in _NO_STRIP:
+        return w
+    if w.endswith(("ss", "us", "is")):
+        return w
+    if w.endswith("ies"):
+        stem = w[:-1] if w[:-1] in _IE_WORDS else (w[:-3] + "y" if len(w) > 4 else w[:-1])
+    elif w.endswith(("sses", "xes", "zzes", "shes")):
+        stem = w[:-2]
+    elif w.endswith("ches"):
+        stem = w[:-1] if w[:-1] in _CHE_WORDS else w[:-2]
+    elif w.endswith("s"):
+        stem = w[:-1]
+    else:
+        return w
+    # "childrens" -> "children" -> "child": re-look-up so the result is a fixed point.
+    return _TABLE.get(stem, stem)
+
+
+def _normalise_once(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = unicodedata.normalize("NFKC", text)  # lower() can undo NFKC on rare letters
+    words = []
+    for word in _SPLIT_TAG_RE.split(text):
+        word = _strip_ends(word)
+        while word:  # "boxes's" -> "boxes" -> "box": lemmatise until nothing changes
+            nxt = _strip_ends(lemma(word))
+            if nxt == word:
+                break
+            word = nxt
+        if word:
+            words.append(word)
+    return "-".join(words)
+
+
+def normalise_tag(raw: str) -> str:
+    """Return the canonical form of a tag name: ``"Dark Chocolates"`` -> ``dark-chocolate``.
+
+    NFKC, lower-case, words split on whitespace, underscores and hyphens, punctuation stripped from
+    each word's ends, each word lemmatised, words joined by ``-``. Idempotent.
+
+    Raises:
+        InvalidInput: the result is empty or longer than 64 characters.
+    """
+    tag = _normalise_once(raw)
+    for _ in range(3):  # exotic Unicode can need a second pass to reach the fixed point
+        again = _normalise_once(tag)
+        if again == tag:
+            break
+        tag = again
+    if not tag:
+        raise InvalidInput(f"tag {raw!r} is empty once normalised")
+    if len(tag) > MAX_TAG_LEN:
+        raise InvalidInput(f"tag {tag[:20]!r}... is longer than {MAX_TAG_LEN} characters")
+    return tag
+
+
+@lru_cache(maxsize=16384)
+def _checked_tag(candidate: str) -> str | None:
+    """Normalised form of a non-ASCII candidate, or None if it normalises to nothing usable."""
+    try:
+        return normalise_tag(candidate)
+    except InvalidInput:
+        return None
+
+
+# --- extraction --------------------------------------------------------------------------------
+
+
+def extract_tags(
+    text: str,
+    *,
+    known: Callable[[list[str]], set[str]] | None = None,
+    max_tags: int = 8,
+    min_tags: int = 3,
+) -> list[tuple[str, float]]:
+    """Return up to *max_tags* ``(tag, weight)`` pairs for a memory, best first.
+
+    Candidates are entities (capitalised names, acronyms, years), keywords (lemmatised content
+    words), noun-phrase bigrams (``dark-chocolate``, only for texts of four content words or more,
+    at most ``max_tags // 4`` of them) and category tags from the lexicon (``food``). Weights are
+    in (0, 1], the best is 1.0; ties are broken by the tag string, so the result is deterministic.
+    Only the first 4,000 characters are read.
+
+    *known* receives every candidate tag and returns those already in the namespace; they are
+    preferred, and a new bigram whose two words are both known is demoted behind them. Fewer than
+    *min_tags* tags are returned only when the text has fewer candidates.
+
+    Raises:
+        InvalidInput: *max_tags* < 1 or *min_tags* < 0.
+        Whatever *known* raises.
+    """
+    return _extract(text, known=known, max_tags=max_tags, min_tags=min_tags, query=False)
+
+
+def extract_query_tags(
+    query: str,
+    *,
+    known: Callable[[list[str]], set[str]] | None = None,
+    max_tags: int = 8,
+) -> list[tuple[str, float]]:
+    """Return the seed tags of a query: the :func:`extract_tags` pipeline, minus question words.
+
+    Queries are often lower-case, so they rely on the shared lemmatiser and category lexicon rather
+    than capitalisation: "What are my food preferences?" yields ``food`` and ``preference``.
+
+    Raises:
+        InvalidInput: *max_tags* < 1.
+        Whatever *known* raises.
+    """
+    return _extract(query, known=known, max_tags=max_tags, min_tags=0, query=True)
+
+
+class _Pool:
+    """Candidates being collected: tag -> [weight of its best kind, occurrences, first position].
+
+    ``bigrams`` holds the tags that so far come from bigrams only, with their two words.
+    """
+
+    __slots__ = ("bigrams", "cands")
+
+    def __init__(self) -> None:
+        self.cands: dict[str, list[float]] = {}
+        self.bigrams: dict[str, tuple[str, str]] = {}
+
+    def add(self, tag: str, weight: float, pos: int, parts: tuple[str, str] | None = None) -> None:
+        if len(tag) > MAX_TAG_LEN:
+            return
+        if not tag.isascii():
+            checked = _checked_tag(tag)
+            if checked is None:
+                return
+            tag = checked
+        entry = self.cands.get(tag)
+        if entry is None:
+            self.cands[tag] = [weight, 1.0, float(pos)]
+            if parts is not None:
+                self.bigrams[tag] = parts
+        else:
+            entry[0] = max(entry[0], weight)
+            entry[1] += 1.0
+            if parts is None:
+                self.bigrams.pop(tag, None)
+
+
+def _is_capitalised(raw: str) -> bool:
+    return raw[0].isupper()
+
+
+def _caps_are_meaningful(words: list[tuple[str, str, bool, int]], stop: frozenset[str]) -> bool:
+    """False for SHOUTED or Title Case text, where capitals do not mark names."""
+    shouted = sum(1 for w in words if len(w[0]) > 1 and w[0].isupper())
+    lettered = [w for w in words if w[0][0].isalpha() and w[1] not in _I_FORMS]
+    if shouted >= 3 and shouted >= 0.6 * len(lettered):
+        return False
+    # Title Case capitalises function words too ("Is", "And"); a list of names does not.
+    inner_stops = [w for w in lettered if not w[2] and w[1] in stop and w[1] not in _NAME_OPENERS]
+    capital_stops = sum(_is_capitalised(w[0]) for w in inner_stops)
+    if capital_stops and capital_stops >= 0.5 * len(inner_stops):
+        return False
+    content = [w for w in lettered if w[1] not in stop]
+    return not (len(content) >= 6
+                and sum(_is_capitalised(w[0]) for w in content) >= 0.9 * len(content))
+
+
+def _looks_like_name(low: str) -> bool:
+    """Could a capitalised sentence opener be a name? Known common words and suffixes say no."""
+    return low not in _NOT_A_NAME and not low.endswith(_NAME_SUFFIXES)
+
+
+def _bigram_head_ok(low: str) -> bool:
+    """The first word of a noun phrase is an adjective or noun, not a verb or adverb."""
+    return (low not in _TABLE and low not in _VERBISH
+            and not low.endswith(("ly", "ed", "ing")) and low.isalpha())
+
+
+def _bigram_tail_ok(low: str) -> bool:
+    return low.isalpha() and not low.endswith(("ly", "ed"))
+
+
+def _extract(
+    text: str,
+    *,
+    known: Callable[[list[str]], set[str]] | None,
+    max_tags: int,
+    min_tags: int,
+    query: bool,
+) -> list[tuple[str, float]]:
+    if max_tags < 1:
+        raise InvalidInput(f"max_tags must be at least 1, not {max_tags}")
+    if min_tags < 0:
+        raise InvalidInput(f"min_tags must be at least 0, not {min_tags}")
+    sample = text[:SCAN_CHARS].replace("\u2019", "'")  # NFKC keeps the typographic apostrophe
+    if sample.isascii():
+        tokens = _ASCII_TOKEN_RE.findall(sample)
+    else:
+        sample = unicodedata.normalize("NFKC", sample)
+        tokens = _unicode_token_re().findall(sample)
+    stop = _QUERY_STOP_WORDS if query else _STOP_WORDS
+
+    # Words as (raw, lower, sentence-initial, segment); punctuation only separates segments.
+    words: list[tuple[str, str, bool, int]] = []
+    segment, initial = 0, True
+    for tok in tokens:
+        first = tok[0]
+        if first in _SENTENCE_END or (len(tok) == 1 and not first.isalnum()):
+            segment += 1
+            initial = initial or first in _SENTENCE_END
+            continue
+        if len(tok) > _MAX_WORD_LEN:
+            segment += 1
+            continue
+        words.append((tok, tok.lower(), initial, segment))
+        initial = False
+
+    use_caps = _caps_are_meaningful(words, stop)
+    caps_inside = {w[1] for w in words if use_caps and not w[2] and _is_capitalised(w[0])}
+
+    pool = _Pool()
+    n = len(words)
+    content = 0
+    prev_word: str | None = None  # previous content word of the segment, for bigrams
+    i = 0
+    while i < n:
+        raw, low, initial, seg = words[i]
+        opener = (low in _NAME_OPENERS and i + 1 < n and words[i + 1][3] == seg
+                  and _is_capitalised(words[i + 1][0]) and words[i + 1][1] not in stop)
+        if use_caps and _is_capitalised(raw) and (low not in stop or opener) and len(low) >= 2:
+            # An entity: a run of capitalised words ("New York", "University of Texas").
+            j = i + 1
+            while j < n and words[j][3] == seg:
+                nraw, nlow = words[j][0], words[j][1]
+                if _is_capitalised(nraw) and nlow not in stop:
+                    j += 1
+                elif (nlow == "of" and j + 1 < n and words[j + 1][3] == seg
+                      and _is_capitalised(words[j + 1][0]) and words[j + 1][1] not in stop):
+                    j += 2
+                else:
+                    break
+            is_entity = (not initial or j > i + 1 or (raw.isupper() and len(raw) >= 2)
+                         or low in caps_inside or _looks_like_name(low))
+            if is_entity:
+                run = [w[1] for w in words[i:j]]
+                if len(run) > 4:  # a title or a heading, not a name: keep its words
+                    for k, part in enumerate(run):
+                        if part not in stop and len(part) >= 2:
+                            pool.add(lemma(part), _W_ENTITY, i + k)
+                else:
+                    pool.add("-".join(lemma(part) for part in run), _W_ENTITY, i)
+                content += j - i
+                prev_word = None
+                i = j
+                continue
+        if low.isdigit():
+            if low.isascii() and len(low) == 4 and _YEAR_RE.fullmatch(low):
+                pool.add(low, _W_YEAR, i)
+            prev_word = None
+        elif len(low) >= 3 and low not in stop and not low.isdigit():
+            lem = lemma(low)
+            if lem in stop:
+                prev_word = None
+            else:
+                content += 1
+                pool.add(lem, _W_KEYWORD, i)
+                for cat in _CATEGORY_OF.get(lem, ()):
+                    pool.add(cat, _W_CATEGORY, i)
+                if (prev_word is not None and words[i - 1][3] == seg
+                        and _bigram_head_ok(prev_word) and _bigram_tail_ok(low)):
+                    head = lemma(prev_word)
+                    pool.add(f"{head}-{lem}", _W_BIGRAM, i - 1, (head, lem))
+                prev_word = low
+        else:
+            prev_word = None
+        i += 1
+
+    if content < _BIGRAM_MIN_CONTENT:
+        for bigram in pool.bigrams:
+            pool.cands.pop(bigram, None)
+    return _rank(pool, known, n, max_tags=max_tags, min_tags=min_tags)
+
+
+def _rank(
+    pool: _Pool,
+    known: Callable[[list[str]], set[str]] | None,
+    n_words: int,
+    *,
+    max_tags: int,
+    min_tags: int,
+) -> list[tuple[str, float]]:
+    """Score, order and cut the candidates; normalise the weights so the best is 1.0."""
+    if not pool.cands:
+        return []
+    names = sorted(pool.cands)
+    known_set = known(names) if known is not None else set()
+    span = max(n_words, 1)
+    scored: list[tuple[float, str]] = []
+    for tag in names:
+        weight, count, first = pool.cands[tag]
+        # Repetition and an early first mention both say "this is what the text is about".
+        score = weight * (1.0 + 0.2 * min(count - 1.0, 3.0)) * (1.0 + 0.15 * (1.0 - first / span))
+        if tag in known_set:
+            score *= _KNOWN_BOOST
+        else:
+            parts = pool.bigrams.get(tag)
+            if parts is not None and parts[0] in known_set and parts[1] in known_set:
+                score *= 0.5  # the vocabulary already says this with two tags
+        scored.append((score, tag))
+    scored.sort(key=lambda st: (-st[0], st[1]))
+
+    bigram_cap = max(1, max_tags // 4)
+    chosen: list[tuple[float, str]] = []
+    overflow: list[tuple[float, str]] = []
+    bigrams = 0
+    for item in scored:
+        if len(chosen) >= max_tags:
+            break
+        if item[1] in pool.bigrams:
+            if bigrams >= bigram_cap:
+                overflow.append(item)
+                continue
+            bigrams += 1
+        chosen.append(item)
+    # The bigram cap keeps bigrams from crowding out words, not from filling an empty result.
+    for item in overflow:
+        if len(chosen) >= min(min_tags, max_tags):
+            break
+        chosen.append(item)
+    chosen.sort(key=lambda st: (-st[0], st[1]))
+
+    top = chosen[0][0]
+    return [(tag, max(round(score / top, 4), 0.0001)) for score, tag in chosen]

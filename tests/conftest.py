@@ -1,0 +1,63 @@
+"""Shared fixtures: a real database file in tmp_path with the real extension, tokenizer and
+embedder. Nothing here mocks remd's storage."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remd import Config, Memory
+
+pytest_plugins = ["tests.llm_server"]
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests run offline: any connection attempt to a non-loopback address fails loudly."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: object) -> object:
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and not (host.startswith("127.") or host in ("localhost", "::1")
+                                          or host.startswith("/")):
+            raise OSError(f"network disabled in tests: {address!r}")
+        return real_connect(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "agent.db"
+
+
+@pytest.fixture
+def config() -> Config:
+    return Config()
+
+
+@pytest.fixture
+def mem(db_path: Path, config: Config) -> Iterator[Memory]:
+    with Memory(db_path, config=config) as m:
+        yield m
+
+
+class Clock:
+    """A clock tests move by hand (time is a parameter; tests never sleep)."""
+
+    def __init__(self, start: float = 1_750_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from remd.cli import main
+
+
+def run(db: Path, *args: str, input: str | None = None, ns: str | None = None) -> tuple[int, str, str]:
+    runner = CliRunner()
+    pre = ["--db", str(db)] + (["--namespace", ns] if ns else [])
+    result = runner.invoke(main, [*pre, *args], input=input, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_quickstart_flow(db_path: Path) -> None:
+    code, out, _ = run(db_path, "init")
+    assert code == 0 and "schema version" in out
+    code, out, _ = run(db_path, "save", "I prefer dark chocolate", "--tag", "food")
+    node_id = out.strip()
+    assert code == 0 and re.fullmatch(r"[0-9a-z]{16}", node_id)
+    code, out, _ = run(db_path, "recent", "--json")
+    items = json.loads(out)
+    assert items[0]["id"] == node_id and "food" in items[0]["tags"]
+    code, out, _ = run(db_path, "get", node_id, "--json")
+    assert json.loads(out)["content"] == "I prefer dark chocolate"
+    code, out, _ = run(db_path, "stats", "--json")
+    assert json.loads(out)["live"] == 1
+
+
+def test_bulk_save_from_stdin(db_path: Path) -> None:
+    code, out, _ = run(db_path, "save", "-", input="first line\n\nsecond line\nthird\n")
+    assert code == 0 and len(out.split()) == 3
+    _, out, _ = run(db_path, "stats", "--json")
+    assert json.loads(out)["live"] == 3 and json.loads(out)["pending_embeddings"] == 0
+
+
+def test_history_and_forget(db_path: Path) -> None:
+    _, a, _ = run(db_path, "save", "My job is baker")
+    _, b, _ = run(db_path, "save", "My job has changed to chef")
+    code, out, _ = run(db_path, "history", b.strip(), "--json")
+    assert code == 0 and [n["id"] for n in json.loads(out)] == [a.strip(), b.strip()]
+    assert json.loads(out)[0]["status"] == "superseded"
+    code, out, _ = run(db_path, "forget", b.strip())
+    assert code == 0
+    _, out, _ = run(db_path, "recent", "--json")
+    assert json.loads(out) == []
+
+
+def test_export_import_via_files(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    run(a, "save", "alpha note")
+    run(a, "save", "beta note")
+    _, dump, _ = run(a, "export")
+    f = tmp_path / "dump.jsonl"
+    f.write_text(dump)
+    code, out, _ = run(b, "import", str(f))
+    assert code == 0 and "imported 2" in out
+    _, dump2, _ = run(b, "export")
+    assert dump2 == dump
+    code, out, _ = run(b, "import", "-", input=dump)
+    assert code == 0 and "skipped 2" in out
+
+
+def test_namespace_option_scopes_commands(db_path: Path) -> None:
+    _, wid, _ = run(db_path, "save", "work thing", ns="work")
+    code, _, err = run(db_path, "get", wid.strip())
+    assert code == 1 and "no memory" in err
+    _, out, _ = run(db_path, "recent", "--json", ns="work")
+    assert len(json.loads(out)) == 1
+
+
+def test_db_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "env.db"
+    monkeypatch.setenv("REMD_DB", str(target))
+    result = CliRunner().invoke(main, ["save", "from env"])
+    assert result.exit_code == 0 and target.exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["save", "   "], ["get", "missing"], ["history", "missing"], ["forget", "missing"],
+    ["--namespace", "bad ns", "recent"],
+])
+def test_user_errors_exit_1_with_one_line(db_path: Path, args: list[str]) -> None:
+    code, out, err = run(db_path, *args)
+    assert code == 1
+    assert err.startswith("Error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_not_a_database_exit_1(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.db"
+    bogus.write_text("hello" * 200)
+    code, _, err = run(bogus, "recent")
+    assert code == 1 and "not a SQLite database" in err
+
+
+def test_bad_import_exit_1(db_path: Path, tmp_path: Path) -> None:
+    f = tmp_path / "bad.jsonl"
+    f.write_bytes(b'{"content": "ok"}\n\xff\xfe not utf8\n')
+    code, _, err = run(db_path, "import", str(f))
+    assert code == 1 and "line" in err or "UTF-8" in err
+    _, out, _ = run(db_path, "stats", "--json")
+    assert json.loads(out)["nodes"] == 0
+
+
+def test_usage_errors_exit_2(db_path: Path) -> None:
+    assert run(db_path, "recent", "-n", "minus")[0] == 2
+    assert run(db_path, "no-such-command")[0] == 2
+
+
+def test_every_command_is_documented_in_readme() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for name in main.commands:
+        assert f"remd {name}" in readme or f"`{name}`" in readme, name

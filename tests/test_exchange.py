@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from remd import InvalidInput, Memory, NodeStatus
+from remd.exchange import export_lines, import_lines
+
+
+def _seed(m: Memory) -> None:
+    a = m.save("My city is Bangalore", source="chat")
+    m.save("My city has changed to Mumbai")
+    m.save(f"Planning notes that extend [[memory:{a.id}]]", tags=["Planning"])
+    m.save_many([f"standup {i}: shipped the billing fix" for i in range(5)])
+    m.forget(m.recent(1)[0].id)
+
+
+def test_export_import_export_is_identical(tmp_path: Path) -> None:
+    with Memory(tmp_path / "a.db") as a:
+        _seed(a)
+        first = list(export_lines(a))
+    with Memory(tmp_path / "b.db") as b:
+        result = import_lines(b, first)
+        second = list(export_lines(b))
+        assert b.stats().pending_embeddings == 0
+    assert result.imported == 8 and result.edges == 2
+    assert second == first
+    kinds = [json.loads(line) for line in first]
+    assert sum("edge" in k for k in kinds) == 2
+
+
+def test_reimport_into_same_namespace_skips_existing(tmp_path: Path) -> None:
+    with Memory(tmp_path / "a.db", embedder=None) as a:
+        _seed(a)
+        lines = list(export_lines(a))
+        result = import_lines(a, lines)
+        assert result.imported == 0 and result.skipped == 8
+
+
+def test_import_into_other_namespace_gets_fresh_ids(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    with Memory(db, "one", embedder=None) as one:
+        _seed(one)
+        lines = list(export_lines(one))
+    with Memory(db, "two", embedder=None) as two:
+        assert import_lines(two, lines).imported == 8
+        assert two.stats().nodes == 8
+    with Memory(db, "one", embedder=None) as one:
+        assert one.stats().nodes == 8
+
+
+def test_import_old_history_with_real_dates_replays_facts(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"content": "I moved to Lyon", "created_at": "2024-03-01T10:00:00Z"}),
+        json.dumps({"content": "My city is Paris", "created_at": "2023-01-01"}),
+        json.dumps({"content": "Bought a bike", "created_at": "2023-06-01T00:00:00+02:00"}),
+    ]
+    with Memory(tmp_path / "h.db") as m:
+        assert import_lines(m, lines).imported == 3
+        live = {n.content: n for n in m.recent(10)}
+        assert set(live) == {"I moved to Lyon", "Bought a bike"}
+        paris = m.recent(10, include_inactive=True)[-1]
+        assert paris.content == "My city is Paris" and paris.status is NodeStatus.SUPERSEDED
+        assert paris.created_at == 1672531200.0  # 2023-01-01T00:00:00Z
+        assert live["Bought a bike"].created_at == 1685570400.0
+
+
+@pytest.mark.parametrize("bad", [
+    "{not json", "[1, 2]", json.dumps({"content": ""}), json.dumps({"nocontent": 1}),
+    json.dumps({"content": "x", "created_at": "yesterday"}),
+    json.dumps({"content": "x", "status": "zombie"}),
+    json.dumps({"content": "x", "confidence": 7}),
+    json.dumps({"edge": {"src": "a", "dst": "b", "type": "LIKES"}}),
+])
+def test_bad_line_imports_nothing(tmp_path: Path, bad: str) -> None:
+    with Memory(tmp_path / "x.db", embedder=None) as m:
+        m.save("already here")
+        with pytest.raises(InvalidInput, match="line 2"):
+            import_lines(m, [json.dumps({"content": "good line"}), bad])
+        assert [n.content for n in m.recent(10)] == ["already here"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]),
+                              min_size=1, max_size=60).filter(str.strip), min_size=1, max_size=6))
+def test_round_trip_property(tmp_path_factory: pytest.TempPathFactory, texts: list[str]) -> None:
+    d = tmp_path_factory.mktemp("rt")
+    with Memory(d / "a.db", embedder=None) as a:
+        a.save_many(texts)
+        first = list(export_lines(a))
+    with Memory(d / "b.db", embedder=None) as b:
+        import_lines(b, first)
+        assert list(export_lines(b)) == first

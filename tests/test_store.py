@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import apsw
+import pytest
+
+from remd import Memory, SchemaVersionError, StoreError
+from remd.config import StoreConfig
+from remd.errors import DatabaseLocked
+from remd.store import MIGRATIONS, SCHEMA_VERSION, Store
+
+
+def test_new_file_is_private_wal_with_vec_loaded(db_path: Path) -> None:
+    store = Store(db_path, StoreConfig())
+    with store.transaction() as conn:
+        conn.execute("INSERT INTO remd_meta (key, value) VALUES ('probe', 'x')")
+    assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
+    for suffix in ("-wal", "-shm"):
+        assert stat.S_IMODE(os.stat(str(db_path) + suffix).st_mode) == 0o600
+    assert store.scalar("PRAGMA journal_mode") == "wal"
+    assert store.scalar("PRAGMA foreign_keys") == 1
+    assert store.scalar("SELECT vec_version()").startswith("v0.1")
+    names = [r[0] for r in store.query("SELECT name FROM remd_migrations ORDER BY name")]
+    assert names == [name for name, _ in MIGRATIONS]
+    assert store.schema_version() == SCHEMA_VERSION
+    store.close()
+
+
+def test_schema_applied_from_schema_sql(db_path: Path) -> None:
+    text = (Path(__file__).parent.parent / "schema.sql").read_text()
+    store = Store(db_path, StoreConfig())
+    tables = {r[0] for r in store.query("SELECT name FROM sqlite_master WHERE type='table'")}
+    for table in ("nodes", "tags", "node_tags", "tag_edges", "tag_parents", "edges", "node_vec",
+                  "node_fts", "access_log", "packs", "pack_items", "feedback", "rem_runs",
+                  "rem_clusters", "remd_migrations", "remd_meta"):
+        assert table in tables
+        assert table in text
+
+
+def test_newer_database_is_refused(db_path: Path) -> None:
+    store = Store(db_path, StoreConfig())
+    with store.transaction() as conn:
+        conn.execute("UPDATE remd_meta SET value = ? WHERE key = 'schema_version'",
+                     (str(SCHEMA_VERSION + 1),))
+    store.close()
+    with pytest.raises(SchemaVersionError, match="newer than this remd"):
+        Store(db_path, StoreConfig())
+
+
+def test_not_a_database_is_refused_and_left_alone(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.db"
+    bogus.write_bytes(b"this is not sqlite at all" * 100)
+    before = bogus.read_bytes()
+    with pytest.raises(StoreError, match="not a SQLite database"):
+        Memory(bogus)
+    assert bogus.read_bytes() == before
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE things (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="not a remd one"):
+        Store(other, StoreConfig())
+    con = sqlite3.connect(other)
+    assert con.execute("SELECT name FROM sqlite_master").fetchall() == [("things",)]
+
+
+def test_transaction_rolls_back_on_error(db_path: Path) -> None:
+    store = Store(db_path, StoreConfig())
+    with pytest.raises(RuntimeError), store.transaction() as conn:
+        conn.execute("INSERT INTO remd_meta (key, value) VALUES ('a', '1')")
+        raise RuntimeError("boom")
+    assert store.scalar("SELECT count(*) FROM remd_meta WHERE key = 'a'") == 0
+
+
+def test_nested_transaction_is_a_savepoint(db_path: Path) -> None:
+    store = Store(db_path, StoreConfig())
+    with store.transaction() as conn:
+        conn.execute("INSERT INTO remd_meta (key, value) VALUES ('outer', '1')")
+        with pytest.raises(ValueError), store.transaction() as inner:
+            inner.execute("INSERT INTO remd_meta (key, value) VALUES ('inner', '1')")
+            raise ValueError
+    keys = {r[0] for r in store.query("SELECT key FROM remd_meta")}
+    assert "outer" in keys and "inner" not in keys
+
+
+def test_locked_database_gives_typed_error_and_changes_nothing(db_path: Path) -> None:
+    with Memory(db_path, embedder=None) as m:
+        m.save("the staging server is called kestrel")
+    holder = apsw.Connection(str(db_path))
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        cfg = StoreConfig(busy_timeout_ms=50, lock_retries=1)
+        from remd import Config
+
+        with Memory(db_path, config=Config(store=cfg), embedder=None) as m2:
+            with pytest.raises(DatabaseLocked, match="locked"):
+                m2.save("this write must wait")
+            assert [n.content for n in m2.recent(10)] == ["the staging server is called kestrel"]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_integrity_check_with_stdlib_sqlite(db_path: Path) -> None:
+    with Memory(db_path) as m:
+        m.save_many([f"note {i} about the harbour project" for i in range(20)])
+    con = sqlite3.connect(db_path)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
