@@ -24,7 +24,7 @@ import apsw
 import sqlite_vec
 
 from remd.config import StoreConfig
-from remd.errors import DatabaseLocked, SchemaVersionError, StoreError
+from remd.errors import DatabaseLocked, InvalidInput, SchemaVersionError, StoreError
 
 T = TypeVar("T")
 
@@ -181,6 +181,8 @@ class Store:
                 return self.conn.execute(sql, params).fetchall()
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
+            except UnicodeEncodeError as exc:  # a caller's string with a lone surrogate
+                raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
 
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
         rows = self.query(sql, params)
