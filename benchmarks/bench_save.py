@@ -19,13 +19,16 @@ import time
 from pathlib import Path
 
 from remd import Memory
-from remd.embed import make_embedder
 from remd.config import EmbedConfig
+from remd.embed import make_embedder
 
-WORDS = ("alpha project deploy billing invoice kayak fjord Lisbon Porto team meeting review "
-         "budget design server database migration coffee chocolate peanut allergy doctor "
-         "sister birthday guitar concert hiking trail camera photo garden tomato recipe "
-         "Monday Friday April launch customer contract bug fix release latency cache").split()
+WORDS = [
+    "alpha", "project", "deploy", "billing", "invoice", "kayak", "fjord", "Lisbon", "Porto",
+    "team", "meeting", "review", "budget", "design", "server", "database", "migration", "coffee",
+    "chocolate", "peanut", "allergy", "doctor", "sister", "birthday", "guitar", "concert",
+    "hiking", "trail", "camera", "photo", "garden", "tomato", "recipe", "Monday", "Friday",
+    "April", "launch", "customer", "contract", "bug", "fix", "release", "latency", "cache",
+]
 
 
 def corpus(n: int, seed: int = 7) -> list[str]:
@@ -73,13 +76,13 @@ def main() -> None:
         for text in texts:
             m.save(text)
         dt = time.perf_counter() - t
-    rows.append(("save() x%d (with embedding)" % len(texts), len(texts) / dt, "", ""))
+    rows.append((f"save() x{len(texts)} (with embedding)", len(texts) / dt, "", ""))
     with Memory(tmp / "single-noembed.db", embedder=None) as m:
         t = time.perf_counter()
         for text in texts:
             m.save(text)
         dt = time.perf_counter() - t
-    rows.append(("save() x%d (no embedder)" % len(texts), len(texts) / dt, "", ""))
+    rows.append((f"save() x{len(texts)} (no embedder)", len(texts) / dt, "", ""))
 
     embedder = make_embedder(EmbedConfig())
     assert embedder is not None
@@ -98,7 +101,8 @@ def main() -> None:
         rows.append((f"save_many {n:,}", n / durable, n / emb, size / n))
 
     split = split_profile(corpus(args.sizes[0], seed=3), tmp / "profile.db")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}")
     print()
     print("| operation | durable memories/s | embedding backlog memories/s | DB bytes/memory |")
     print("|---|---:|---:|---:|")

@@ -5,6 +5,7 @@ Exit codes: 0 success, 1 a RemdError (one line on stderr, no traceback), 2 usage
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -83,7 +84,9 @@ def init(c: Ctx) -> None:
         click.echo(f"{m.store.path}: schema version {m.store.schema_version()}")
 
 
-def _progress(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
+@contextlib.contextmanager
+def progress(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when it is a terminal; a no-op callback otherwise."""
     if total is None or not sys.stderr.isatty():
         yield lambda n: None
         return
@@ -103,14 +106,11 @@ def save(c: Ctx, text: str, tags: tuple[str, ...], source: str | None) -> None:
             click.echo(m.save(text, list(tags) or None, source).id)
             return
         lines = [ln for ln in sys.stdin.read().splitlines() if ln.strip()]
-        gen = _progress(len(lines), "saving")
-        tick = next(gen)
-        ids = m.save_many(lines, tags=list(tags) or None, source=source, embed=False,
-                          progress=tick)
-        gen.close()
-        gen = _progress(len(ids), "embedding")
-        m.embed_pending(progress=next(gen))
-        gen.close()
+        with progress(len(lines), "saving") as tick:
+            ids = m.save_many(lines, tags=list(tags) or None, source=source, embed=False,
+                              progress=tick)
+        with progress(len(ids), "embedding") as tick:
+            m.embed_pending(progress=tick)
         for node_id in ids:
             click.echo(node_id)
 

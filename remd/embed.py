@@ -46,7 +46,8 @@ class Embedder(Protocol):
 def _normalise(m: npt.NDArray[np.float32]) -> Vectors:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32, copy=False)
+    out: Vectors = (m / norms).astype(np.float32, copy=False)
+    return out
 
 
 class MiniLMEmbedder:

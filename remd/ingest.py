@@ -133,7 +133,7 @@ class Writer:
             f"SELECT name FROM tags WHERE namespace = ? AND name IN ({marks})",
             (self.ns, *names),
         ).fetchall()
-        return {r[0] for r in rows}
+        return {str(r[0]) for r in rows}
 
     def _tag_id(self, name: str, now: float) -> int:
         tid = self._tids.get(name)
@@ -171,12 +171,13 @@ class Writer:
                 "WHERE namespace = ? AND fact_key = ? AND status = 'live'",
                 (self.ns, fact_key),
             ).fetchall():
-                superseded.append((old_id, created))
-                if (old_value or "").casefold() == (fact_value or "").casefold():
+                superseded.append((str(old_id), created))
+                if str(old_value or "").casefold() == (fact_value or "").casefold():
                     # A restatement confirms the fact: it keeps its start and gains trust.
-                    confidence = max(confidence, min(1.0, old_conf + CONFIRM_STEP))
+                    confidence = max(confidence, min(1.0, float(old_conf) + CONFIRM_STEP))  # type: ignore[arg-type]
                     if old_from is not None:
-                        valid_from = min(valid_from or old_from, old_from)
+                        start = float(old_from)
+                        valid_from = min(valid_from or start, start)
 
         status = draft.status or NodeStatus.LIVE
         n_tokens = tokens if tokens is not None else self.counter.count(draft.content)

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from remd.config import Config
-from remd.embed import EmbedError, Embedder, make_embedder, to_blob
+from remd.embed import Embedder, EmbedError, make_embedder, to_blob
 from remd.errors import InvalidInput, NotFound
 from remd.ingest import Draft, Writer, check_namespace, check_source, check_tags, check_text
 from remd.models import EdgeType, Node, NodeKind, NodeStatus, Stats
@@ -76,7 +76,7 @@ class Memory:
             if self._embedder_spec is True:
                 self._embedder = make_embedder(self.config.embed)
             elif self._embedder_spec is not False:
-                self._embedder = self._embedder_spec  # type: ignore[assignment]
+                self._embedder = self._embedder_spec
             self._embedder_spec = None
         return self._embedder
 

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from remd.cli import main
 
 
-def run(db: Path, *args: str, input: str | None = None, ns: str | None = None) -> tuple[int, str, str]:
+def run(db: Path, *args: str, input: str | None = None,
+        ns: str | None = None) -> tuple[int, str, str]:
     runner = CliRunner()
     pre = ["--db", str(db)] + (["--namespace", ns] if ns else [])
     result = runner.invoke(main, [*pre, *args], input=input, catch_exceptions=False)

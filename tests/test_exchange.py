@@ -84,7 +84,8 @@ def test_bad_line_imports_nothing(tmp_path: Path, bad: str) -> None:
         assert [n.content for n in m.recent(10)] == ["already here"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]),
                               min_size=1, max_size=60).filter(str.strip), min_size=1, max_size=6))
 def test_round_trip_property(tmp_path_factory: pytest.TempPathFactory, texts: list[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -77,14 +78,13 @@ def test_corrupt_file_gives_a_clear_error(db_path: Path) -> None:
     with open(db_path, "r+b") as fh:  # scribble over the b-tree pages, keep the header
         fh.seek(4096 * 2)
         fh.write(random.Random(0).randbytes(min(size - 8192, 4096 * 20)))
-    with pytest.raises(StoreError):
-        with Memory(db_path, embedder=None) as m:
-            m.recent(1000)
-            m.store.query("SELECT count(*) FROM node_tags")
-            m.store.query("SELECT * FROM nodes")
-            m.save("write into a corrupt file")
-            if m.store.scalar("PRAGMA integrity_check") != "ok":
-                raise StoreError("corrupt")
+    with pytest.raises(StoreError), Memory(db_path, embedder=None) as m:
+        m.recent(1000)
+        m.store.query("SELECT count(*) FROM node_tags")
+        m.store.query("SELECT * FROM nodes")
+        m.save("write into a corrupt file")
+        if m.store.scalar("PRAGMA integrity_check") != "ok":
+            raise StoreError("corrupt")
 
 
 def test_wal_and_shm_are_private(db_path: Path) -> None:
@@ -130,10 +130,8 @@ def test_fuzzed_saves_work_or_raise_typed_errors(tmp_path_factory: pytest.TempPa
         else:
             assert m.get(node.id).content == text.strip()
             assert len(_contents(m)) == len(before) + 1
-        try:
+        with contextlib.suppress(NotFound, InvalidInput):
             m.get(text)
-        except (NotFound, InvalidInput):
-            pass
         assert _contents(m)[0][1] == "anchor memory that must survive"
     assert _integrity(path) == "ok"
 
@@ -149,5 +147,6 @@ def test_every_error_is_a_remd_error() -> None:
 
     for name in dir(errors):
         obj = getattr(errors, name)
-        if isinstance(obj, type) and issubclass(obj, Exception) and obj.__module__ == errors.__name__:
+        if (isinstance(obj, type) and issubclass(obj, Exception)
+                and obj.__module__ == errors.__name__):
             assert issubclass(obj, RemdError)
