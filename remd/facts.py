@@ -199,41 +199,52 @@ _IM = rf"(?:\b(?:i'm|i am|im){_ADVERBS}|{_I} been)"
 
 @dataclass(frozen=True)
 class _Pattern:
+    needs: tuple[str, ...]  # one of these must occur in the lower-cased sentence: a cheap pre-check
     regex: re.Pattern[str]
     attribute: str | None  # None: the attribute is the matched <attr>
     change: bool
 
 
-def _p(src: str, attribute: str | None = None, change: bool = False) -> _Pattern:
-    return _Pattern(re.compile(src, re.IGNORECASE), attribute, change)
+def _p(needs: str, src: str, attribute: str | None = None, change: bool = False) -> _Pattern:
+    return _Pattern(tuple(needs.split("|")), re.compile(src, re.IGNORECASE), attribute, change)
 
 
 # Tried in order; at each subject position the first pattern that yields a valid fact wins.
 _PATTERNS = (
-    _p(rf"{_SUBJ} {_ATTR} (?:is|are) no longer [^,;]+?\s*(?:,|;|\bbut\b|\band\b)\s*(?:but |and )?"
+    _p("no longer",
+       rf"{_SUBJ} {_ATTR} (?:is|are) no longer [^,;]+?\s*(?:,|;|\bbut\b|\band\b)\s*(?:but |and )?"
        rf"(?:now )?(?:it's|it is|its|they're|they are|now)(?: now)?\s+{_VALUE}", change=True),
-    _p(rf"{_SUBJ} {_ATTR} (?:(?:has|have) )?(?:been )?changed from .+? to {_VALUE}", change=True),
-    _p(rf"{_SUBJ} {_ATTR} (?:(?:has|have|had) been |(?:has|have|had|was|were|got|is|just) )?"
+    _p("changed from",
+       rf"{_SUBJ} {_ATTR} (?:(?:has|have) )?(?:been )?changed from .+? to {_VALUE}", change=True),
+    _p("changed to|updated to|switched to",
+       rf"{_SUBJ} {_ATTR} (?:(?:has|have|had) been |(?:has|have|had|was|were|got|is|just) )?"
        rf"(?:changed|updated|switched) to {_VALUE}", change=True),
-    _p(rf"{_SUBJ} new {_ATTR} (?:is|are) {_VALUE}", change=True),
-    _p(rf"{_SUBJ} {_ATTR} (?:is|are) now {_VALUE}", change=True),
-    _p(rf"{_SUBJ} {_ATTR} (?:is|are) {_VALUE}"),
+    _p("new ", rf"{_SUBJ} new {_ATTR} (?:is|are) {_VALUE}", change=True),
+    _p(" now ", rf"{_SUBJ} {_ATTR} (?:is|are) now {_VALUE}", change=True),
+    _p(" is | are ", rf"{_SUBJ} {_ATTR} (?:is|are) {_VALUE}"),
     # "my name's Bob", but not "my sister's dog is ...": no verb may follow.
-    _p(rf"\b(?P<my>my) {_ATTR}'s (?P<value>(?:(?!\b(?:is|are|was|were|has|have|had)\b)[^\n])+)$"),
-    _p(rf"{_I} (?:changed|updated|switched) my {_ATTR} (?:from .+? )?to {_VALUE}", change=True),
-    _p(rf"{_I} (?:moved|relocated)(?: back| over| out| away)? to {_VALUE}", "city", True),
-    _p(rf"{_I} live in {_VALUE}", "city"),
-    _p(rf"{_IM} (?:living|based|settled) in {_VALUE}", "city"),
-    _p(rf"{_I} work as (?:an? )?{_VALUE}", "job"),
-    _p(rf"{_IM} (?:working|employed) as (?:an? )?{_VALUE}", "job"),
-    _p(rf"{_I} work (?:at|for) {_VALUE}", "employer"),
-    _p(rf"{_IM} (?:working (?:at|for)|employed (?:at|by)) {_VALUE}", "employer"),
-    _p(rf"{_I} joined {_VALUE}", "employer", True),
-    _p(rf"{_IM} (?P<value>\d{{1,3}}) (?:years?|yrs?) old\b", "age"),
-    _p(rf"{_I} turned (?P<value>\d{{1,3}})(?: years old)?(?:\s|$|[.,!])", "age", True),
-    _p(r"\bcall me (?-i:(?P<value>[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}))", "name"),
-    _p(rf"{_IM} (?:originally )?from {_VALUE}", "hometown"),
-    _p(rf"{_I} grew up in {_VALUE}", "hometown"),
+    _p("'s ", rf"\b(?P<my>my) {_ATTR}'s (?P<value>(?:(?!\b(?:is|are|was|were|has|have|had)\b)"
+       r"[^\n])+)$"),
+    _p("changed my|updated my|switched my",
+       rf"{_I} (?:changed|updated|switched) my {_ATTR} (?:from .+? )?to {_VALUE}", change=True),
+    _p("moved|relocated",
+       rf"{_I} (?:moved|relocated)(?: back| over| out| away)? to {_VALUE}", "city", True),
+    _p("live in", rf"{_I} live in {_VALUE}", "city"),
+    _p("living in|based in|settled in",
+       rf"{_IM} (?:living|based|settled) in {_VALUE}", "city"),
+    _p("work as", rf"{_I} work as (?:an? )?{_VALUE}", "job"),
+    _p("working as|employed as", rf"{_IM} (?:working|employed) as (?:an? )?{_VALUE}", "job"),
+    _p("work at|work for", rf"{_I} work (?:at|for) {_VALUE}", "employer"),
+    _p("working at|working for|employed at|employed by",
+       rf"{_IM} (?:working (?:at|for)|employed (?:at|by)) {_VALUE}", "employer"),
+    _p("joined", rf"{_I} joined {_VALUE}", "employer", True),
+    _p(" old", rf"{_IM} (?P<value>\d{{1,3}}) (?:years?|yrs?) old\b", "age"),
+    _p("turned",
+       rf"{_I} turned (?P<value>\d{{1,3}})(?: years old)?(?:\s|$|[.,!])", "age", True),
+    _p("call me",
+       r"\bcall me (?-i:(?P<value>[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}))", "name"),
+    _p("from", rf"{_IM} (?:originally )?from {_VALUE}", "hometown"),
+    _p("grew up in", rf"{_I} grew up in {_VALUE}", "hometown"),
 )
 _NOW_RE = re.compile(r"\bnow\b", re.IGNORECASE)
 _TRIGGER_RE = re.compile(r"\b(?:my|i|i'm|im|call me)\b|'s\b", re.IGNORECASE)
@@ -272,10 +283,11 @@ def _sentences(text: str) -> list[str]:
             before = text[max(start, m.start() - 5):m.start()].rsplit(None, 1)
             if before and before[-1].lower() in _ABBREVIATIONS:
                 continue
-        out.append(text[start:m.end()].strip())
+        out.append(text[start:m.end()])
         start = m.end()
-    out.append(text[start:].strip())
-    return [s for s in out if s]
+    out.append(text[start:])
+    # One space between words, so that patterns can spell "my city is" with single spaces.
+    return [" ".join(s.split()) for s in out if not s.isspace() and s]
 
 
 def _is_question(sentence: str) -> bool:
@@ -289,9 +301,12 @@ def _parse_sentence(sentence: str) -> list[FactStatement]:
     if _is_question(sentence) or not _TRIGGER_RE.search(sentence):
         return []
     cased = _is_cased(sentence)
+    lowered = sentence.lower()
     used: set[int] = set()
     found: list[tuple[int, FactStatement]] = []
     for pattern in _PATTERNS:
+        if not any(need in lowered for need in pattern.needs):
+            continue
         for m in pattern.regex.finditer(sentence):
             anchor = m.start()
             if anchor in used or _blocked(sentence, anchor):
@@ -331,7 +346,7 @@ def _build(pattern: _Pattern, m: re.Match[str], cased: bool) -> FactStatement | 
     if cleaned is None:
         return None
     value, trailing_now = cleaned
-    if attribute == "employer" and pattern.change and not _plausible_company(value, raw):
+    if pattern.needs == ("joined",) and not _plausible_company(value, raw):
         return None  # "I joined Caroline for lunch" is not a new employer
     if attribute == "age" and not 0 < int(value) < 130:
         return None
@@ -411,16 +426,19 @@ def _clean_value(raw: str, attribute: str, cased: bool) -> tuple[str, bool] | No
     if words[0] in _INTENSIFIERS or " ".join(words) in _OPINION_VALUES:
         return None
     if attribute in ("city", "hometown", "employer"):
-        name = value[4:] if words[0] == "the" and len(words) > 1 else value  # "the Netherlands"
+        if words[0] == "the" and len(words) > 1:  # "the Netherlands", "the BBC"
+            name, words = value[4:], words[1:]
+        else:
+            name = value
         if cased and not name[0].isupper():
             return None  # "I live in an apartment"; proper places are capitalised
-        if words[0] in _NOT_PLACE_FIRST and not value[0].isupper():
+        if words[0] in _NOT_PLACE_FIRST and not name[0].isupper():
             return None
         if words[-1] in _NOT_PLACE_LAST and not value.split()[-1][0].isupper():
             return None
         if words[0] in _NOT_NAMES or words[0] in _NOT_PLACE_WORDS:
             return None
-    if attribute == "age" and not value.isdigit():
+    if attribute == "age" and not value.isdecimal():  # isdigit() would let "²" reach int()
         return None
     return value, trailing_now
 

@@ -47,6 +47,7 @@ _NEGATED_RE = re.compile(r"\b(?:not|never|no longer|no)\s+(?:\w+\s+)?$|n't\s+(?:
                          re.IGNORECASE)
 # Sentence and clause ends. A "." counts only before whitespace, so "v1.2" is not a boundary.
 _BOUNDARY_RE = re.compile(r"[.!?](?=\s)|[;\n]")
+_WORD_AND_SPACE_RE = re.compile(r"\S*\s+")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +93,7 @@ def parse_links(text: str) -> list[Link]:
         j = bisect_left(bounds, m.end() + 1)
         end = bounds[j] if j < len(bounds) else len(text)
         links.append(Link(target=m.group("id"), type=edge_type,
-                          context=_context(text, start, end, m.start())))
+                          context=_context(text, masked, start, end, m.start())))
     return links
 
 
@@ -107,7 +108,12 @@ def _infer_type(prefix: str) -> EdgeType:
     return EdgeType[last.lastgroup]
 
 
-def _context(text: str, start: int, end: int, link_start: int) -> str:
-    """Up to 100 characters of the link's sentence, from a little before the link."""
-    window = text[max(start, link_start - _CONTEXT_BEFORE):end]
+def _context(text: str, masked: str, start: int, end: int, link_start: int) -> str:
+    """Up to 100 characters of the link's sentence, from a word a little before the link."""
+    begin = max(start, link_start - _CONTEXT_BEFORE)
+    if begin > start:  # do not open mid-word or inside an earlier link (blank in *masked*)
+        skip = _WORD_AND_SPACE_RE.match(masked, begin)
+        if skip is not None and skip.end() <= link_start:
+            begin = skip.end()
+    window = text[begin:min(end, link_start + 4 * MAX_CONTEXT)]
     return " ".join(window.split())[:MAX_CONTEXT].rstrip()

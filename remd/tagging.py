@@ -20,6 +20,9 @@ from remd.errors import InvalidInput
 
 __all__ = ["extract_query_tags", "extract_tags", "lemma", "normalise_tag"]
 
+# The namespace vocabulary: given candidate tags, returns those that exist already.
+Known = Callable[[list[str]], set[str]]
+
 MAX_TAG_LEN = 64
 # Huge texts are tagged from their opening only: tags are a summary, and scanning 1 MB of text on
 # every save would dominate bulk-save time.
@@ -36,12 +39,18 @@ _W_BIGRAM = 0.75
 _W_CATEGORY = 0.5
 _KNOWN_BOOST = 1.3  # reuse the namespace vocabulary: a tag that exists already links memories
 _BIGRAM_MIN_CONTENT = 4  # shorter texts get their words only; a bigram would just echo them
+_CATEGORY_SLOT_FROM = 4  # with at least this many slots, one is kept for a category tag
 
 # --- word lists --------------------------------------------------------------------------------
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """``"a:b c:d"`` -> ``{"a": "b", "c": "d"}``."""
+    return dict(pair.split(":", 1) for pair in text.split())
 
 
 _STOP_WORDS = _words(
@@ -77,6 +86,7 @@ _STOP_WORDS = _words(
     lol lmao rofl haha hahaha hehe omg btw imo imho tbh idk gonna wanna gotta kinda dunno hmm um
     uh umm er erm huh meh yay ugh oops etc
     thing things stuff way ways kind sort bit part lot place person people guy guys someone
+    note notes memo reminder todo update
     i'm i've i'll i'd you're you've you'll you'd he's he'll he'd she's she'll she'd it's it'll
     it'd we're we've we'll we'd they're they've they'll they'd that's that'll there's there'll
     here's what's what're who's who'll where's when's why's how's let's don't doesn't didn't
@@ -119,19 +129,17 @@ _CHE_WORDS = _words(
     "ache headache niche cache avalanche psyche moustache mustache cliche quiche creche"
 )
 
-_IRREGULAR = {
-    "children": "child", "grandchildren": "grandchild", "people": "person", "men": "man",
-    "women": "woman", "gentlemen": "gentleman", "mice": "mouse", "feet": "foot",
-    "teeth": "tooth", "geese": "goose", "oxen": "ox", "wolves": "wolf", "knives": "knife",
-    "wives": "wife", "leaves": "leaf", "halves": "half", "shelves": "shelf", "loaves": "loaf",
-    "thieves": "thief", "selves": "self", "potatoes": "potato", "tomatoes": "tomato",
-    "heroes": "hero", "echoes": "echo", "mosquitoes": "mosquito", "volcanoes": "volcano",
-    "buses": "bus", "viruses": "virus", "campuses": "campus", "bonuses": "bonus",
-    "statuses": "status", "focuses": "focus", "geniuses": "genius", "quizzes": "quiz",
-    "analyses": "analysis", "crises": "crisis", "theses": "thesis", "cacti": "cactus",
-    "fungi": "fungus", "criteria": "criterion", "phenomena": "phenomenon", "indices": "index",
-    "matrices": "matrix", "appendices": "appendix",
-}
+_IRREGULAR = _pairs(
+    """
+    children:child grandchildren:grandchild people:person men:man women:woman gentlemen:gentleman
+    mice:mouse feet:foot teeth:tooth geese:goose oxen:ox wolves:wolf knives:knife wives:wife
+    leaves:leaf halves:half shelves:shelf loaves:loaf thieves:thief selves:self potatoes:potato
+    tomatoes:tomato heroes:hero echoes:echo mosquitoes:mosquito volcanoes:volcano buses:bus
+    viruses:virus campuses:campus bonuses:bonus statuses:status focuses:focus geniuses:genius
+    quizzes:quiz analyses:analysis crises:crisis theses:thesis cacti:cactus fungi:fungus
+    criteria:criterion phenomena:phenomenon indices:index matrices:matrix appendices:appendix
+    """
+)
 
 # Derivational map: verb and adjective forms of the concepts memories are about meet their noun,
 # so "I prefer tea" and "what are my preferences?" share the tag ``preference``.
@@ -176,7 +184,7 @@ _CATEGORIES: dict[str, str] = {
     "travel": "travel trip vacation holiday flight airport hotel passport visa tourist abroad "
     "cruise luggage suitcase backpacking itinerary journey resort",
     "music": "music song concert band guitar piano violin drum singer album playlist jazz opera "
-    "choir musician lyric melody",
+    "choir musician lyric melody instrument",
     "sport": "sport football soccer basketball baseball tennis golf marathon gym yoga swimming "
     "cycling workout coach hockey volleyball cricket boxing skiing athlete fitness",
     "education": "education school college university course degree teacher professor student "
@@ -250,6 +258,7 @@ _ASCII_TOKEN_RE = re.compile(
 _I_FORMS = frozenset(("i", "i'm", "i've", "i'll", "i'd"))
 _SPLIT_TAG_RE = re.compile(r"[\s_\-\u2010-\u2015\x00-\x1f\x7f]+")
 _YEAR_RE = re.compile(r"(?:1[5-9]|20)\d\d")
+_LINK_MARKUP_RE = re.compile(r"\[\[memory:[^\]\n]{0,200}\]\]")
 
 
 @cache
@@ -344,7 +353,8 @@ def normalise_tag(raw: str) -> str:
     each word's ends, each word lemmatised, words joined by ``-``. Idempotent.
 
     Raises:
-        InvalidInput: the result is empty or longer than 64 characters.
+        InvalidInput: the result is empty, longer than 64 characters, or holds a lone surrogate
+            (it could not be stored).
     """
     tag = _normalise_once(raw)
     for _ in range(3):  # exotic Unicode can need a second pass to reach the fixed point
@@ -356,6 +366,11 @@ def normalise_tag(raw: str) -> str:
         raise InvalidInput(f"tag {raw!r} is empty once normalised")
     if len(tag) > MAX_TAG_LEN:
         raise InvalidInput(f"tag {tag[:20]!r}... is longer than {MAX_TAG_LEN} characters")
+    if not tag.isascii():
+        try:
+            tag.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(f"tag {raw!r} is not valid Unicode (lone surrogate)") from exc
     return tag
 
 
@@ -372,19 +387,16 @@ def _checked_tag(candidate: str) -> str | None:
 
 
 def extract_tags(
-    text: str,
-    *,
-    known: Callable[[list[str]], set[str]] | None = None,
-    max_tags: int = 8,
-    min_tags: int = 3,
+    text: str, *, known: Known | None = None, max_tags: int = 8, min_tags: int = 3
 ) -> list[tuple[str, float]]:
     """Return up to *max_tags* ``(tag, weight)`` pairs for a memory, best first.
 
     Candidates are entities (capitalised names, acronyms, years), keywords (lemmatised content
     words), noun-phrase bigrams (``dark-chocolate``, only for texts of four content words or more,
-    at most ``max_tags // 4`` of them) and category tags from the lexicon (``food``). Weights are
+    at most ``max_tags // 4`` of them) and category tags from the lexicon (``food``; they weigh
+    less than any word, but with ``max_tags >= 4`` the best one always gets a slot). Weights are
     in (0, 1], the best is 1.0; ties are broken by the tag string, so the result is deterministic.
-    Only the first 4,000 characters are read.
+    Only the first 4,000 characters are read; ``[[memory:ID]]`` links are not tagged.
 
     *known* receives every candidate tag and returns those already in the namespace; they are
     preferred, and a new bigram whose two words are both known is demoted behind them. Fewer than
@@ -398,10 +410,7 @@ def extract_tags(
 
 
 def extract_query_tags(
-    query: str,
-    *,
-    known: Callable[[list[str]], set[str]] | None = None,
-    max_tags: int = 8,
+    query: str, *, known: Known | None = None, max_tags: int = 8
 ) -> list[tuple[str, float]]:
     """Return the seed tags of a query: the :func:`extract_tags` pipeline, minus question words.
 
@@ -418,14 +427,16 @@ def extract_query_tags(
 class _Pool:
     """Candidates being collected: tag -> [weight of its best kind, occurrences, first position].
 
-    ``bigrams`` holds the tags that so far come from bigrams only, with their two words.
+    ``bigrams`` holds the tags that so far come from bigrams only, with their two words;
+    ``categories`` the tags that come from the category lexicon only.
     """
 
-    __slots__ = ("bigrams", "cands")
+    __slots__ = ("bigrams", "cands", "categories")
 
     def __init__(self) -> None:
         self.cands: dict[str, list[float]] = {}
         self.bigrams: dict[str, tuple[str, str]] = {}
+        self.categories: set[str] = set()
 
     def add(self, tag: str, weight: float, pos: int, parts: tuple[str, str] | None = None) -> None:
         if len(tag) > MAX_TAG_LEN:
@@ -440,11 +451,15 @@ class _Pool:
             self.cands[tag] = [weight, 1.0, float(pos)]
             if parts is not None:
                 self.bigrams[tag] = parts
+            if weight == _W_CATEGORY:
+                self.categories.add(tag)
         else:
             entry[0] = max(entry[0], weight)
             entry[1] += 1.0
             if parts is None:
                 self.bigrams.pop(tag, None)
+            if weight != _W_CATEGORY:
+                self.categories.discard(tag)
 
 
 def _is_capitalised(raw: str) -> bool:
@@ -478,23 +493,16 @@ def _bigram_head_ok(low: str) -> bool:
             and not low.endswith(("ly", "ed", "ing")) and low.isalpha())
 
 
-def _bigram_tail_ok(low: str) -> bool:
-    return low.isalpha() and not low.endswith(("ly", "ed"))
-
-
 def _extract(
-    text: str,
-    *,
-    known: Callable[[list[str]], set[str]] | None,
-    max_tags: int,
-    min_tags: int,
-    query: bool,
+    text: str, *, known: Known | None, max_tags: int, min_tags: int, query: bool
 ) -> list[tuple[str, float]]:
     if max_tags < 1:
         raise InvalidInput(f"max_tags must be at least 1, not {max_tags}")
     if min_tags < 0:
         raise InvalidInput(f"min_tags must be at least 0, not {min_tags}")
     sample = text[:SCAN_CHARS].replace("\u2019", "'")  # NFKC keeps the typographic apostrophe
+    if "[[" in sample:  # [[memory:ID]] links become edges, not tags
+        sample = _LINK_MARKUP_RE.sub(" , ", sample)
     if sample.isascii():
         tokens = _ASCII_TOKEN_RE.findall(sample)
     else:
@@ -568,8 +576,8 @@ def _extract(
                 pool.add(lem, _W_KEYWORD, i)
                 for cat in _CATEGORY_OF.get(lem, ()):
                     pool.add(cat, _W_CATEGORY, i)
-                if (prev_word is not None and words[i - 1][3] == seg
-                        and _bigram_head_ok(prev_word) and _bigram_tail_ok(low)):
+                if (prev_word is not None and words[i - 1][3] == seg and _bigram_head_ok(prev_word)
+                        and low.isalpha() and not low.endswith(("ly", "ed"))):
                     head = lemma(prev_word)
                     pool.add(f"{head}-{lem}", _W_BIGRAM, i - 1, (head, lem))
                 prev_word = low
@@ -584,12 +592,7 @@ def _extract(
 
 
 def _rank(
-    pool: _Pool,
-    known: Callable[[list[str]], set[str]] | None,
-    n_words: int,
-    *,
-    max_tags: int,
-    min_tags: int,
+    pool: _Pool, known: Known | None, n_words: int, *, max_tags: int, min_tags: int
 ) -> list[tuple[str, float]]:
     """Score, order and cut the candidates; normalise the weights so the best is 1.0."""
     if not pool.cands:
@@ -629,7 +632,15 @@ def _rank(
         if len(chosen) >= min(min_tags, max_tags):
             break
         chosen.append(item)
-    chosen.sort(key=lambda st: (-st[0], st[1]))
-
-    top = chosen[0][0]
-    return [(tag, max(round(score / top, 4), 0.0001)) for score, tag in chosen]
+    # A long text has more words than slots, and categories rank last; but a category is what
+    # joins "dark chocolate" to a question about food, so the best one always gets a slot.
+    if max_tags >= _CATEGORY_SLOT_FROM and not any(tag in _CATEGORIES for _, tag in chosen):
+        best = next((item for item in scored if item[1] in pool.categories), None)
+        if best is not None:
+            if len(chosen) >= max_tags:
+                chosen.pop()
+            chosen.append(best)
+    top = max(score for score, _ in chosen)
+    result = [(tag, max(round(score / top, 4), 0.0001)) for score, tag in chosen]
+    result.sort(key=lambda tw: (-tw[1], tw[0]))  # ties (after rounding) by the tag string
+    return result
