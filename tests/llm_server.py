@@ -76,6 +76,7 @@ class LLMServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.default = default or good()
         self.requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.max_in_flight = 0
         self._queue: deque[Behaviour] = deque()
@@ -112,6 +113,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # keep pytest output clean
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        if self.path.rstrip("/") == "/v1/embeddings":
+            self._embeddings()
+            return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -123,6 +127,25 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout) before we answered
         finally:
             self.server.end()
+
+    def _embeddings(self) -> None:
+        """Deterministic pseudo-embeddings: a unit vector seeded by each input's hash."""
+        import hashlib
+
+        import numpy as np
+
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        self.server.embedding_requests.append(body)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        dim = int(body.get("dimensions") or 1536)
+        data = []
+        for i, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+            v = np.random.default_rng(seed).standard_normal(dim)
+            data.append({"object": "embedding", "index": i,
+                         "embedding": (v / np.linalg.norm(v)).tolist()})
+        self._send(200, {"object": "list", "data": data, "model": body.get("model", "m"),
+                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
     def _act(self, b: Behaviour, model: str) -> None:
         if b.kind == "status":
