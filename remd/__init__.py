@@ -13,14 +13,20 @@ from remd.errors import (
     SchemaVersionError,
     StoreError,
 )
+from remd.feedback import FeedbackResult
+from remd.inject import Pack, PackItem, ScoreParts
 from remd.memory import Memory
-from remd.models import Edge, EdgeType, Node, NodeKind, NodeStatus, Stats
+from remd.models import Edge, EdgeType, Node, NodeKind, NodeStatus, Stats, TriggerReason
+from remd.rem import ClusterOutcome, RemRun, RollbackResult, RunStatus
+from remd.triggers import TriggerCheck, TriggerReport
 
 __all__ = [
+    "ClusterOutcome",
     "Config",
     "ConfigError",
     "Conflict",
     "DatabaseLocked",
+    "FeedbackResult",
     "Edge",
     "EdgeType",
     "InvalidInput",
@@ -30,10 +36,19 @@ __all__ = [
     "NodeKind",
     "NodeStatus",
     "NotFound",
+    "Pack",
+    "PackItem",
+    "RemRun",
     "RemdError",
     "RollbackRefused",
+    "RollbackResult",
+    "RunStatus",
     "SchemaVersionError",
+    "ScoreParts",
     "Stats",
     "StoreError",
+    "TriggerCheck",
+    "TriggerReason",
+    "TriggerReport",
     "load_config",
 ]

@@ -208,3 +208,237 @@ def import_cmd(c: Ctx, file: Any) -> None:
         result = import_lines(m, file)
     click.echo(f"imported {result.imported}, skipped {result.skipped} already present, "
                f"{result.edges} edges")
+
+
+# -- importance, triggers and REM ----------------------------------------------------------------
+class _Stderr:
+    """sys.stderr looked up at each write, so a log call made after a test runner swapped the
+    stream (click's CliRunner) never writes to a closed one."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def _logs_to_stderr() -> Iterator[None]:
+    """Warnings and errors as console lines on stderr while a command runs: stdout carries only
+    its output (structlog's default prints every event on stdout, which would break ``--json``).
+    The previous structlog configuration is restored afterwards (commands also run in-process,
+    e.g. under click's CliRunner)."""
+    import logging
+
+    import structlog
+
+    previous = structlog.get_config()
+    structlog.configure(
+        processors=[structlog.processors.add_log_level,
+                    structlog.dev.ConsoleRenderer(colors=False)],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
+        cache_logger_on_first_use=False)
+    try:
+        yield
+    finally:
+        structlog.configure(**previous)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def triggers(c: Ctx, as_json: bool) -> None:
+    """Evaluate the REM triggers of the namespace and explain each one."""
+    with _logs_to_stderr(), c.memory(embedder=None) as m:
+        report = m.triggers()
+    if as_json:
+        _echo_json(report.to_dict())
+        return
+    for check in report.checks:
+        mark = "FIRES" if check.fired else "ok"
+        click.echo(f"{check.reason.value:<18} {mark:<5}  {check.explanation}")
+    click.echo("REM should run" if report.should_run else "no trigger fired")
+
+
+class _RemBar:
+    """REM progress callback: a click progress bar on stderr once the cluster count is known."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def __call__(self, event: Any) -> None:
+        if not sys.stderr.isatty():
+            return
+        if self.bar is None and event.total:
+            self.bar = click.progressbar(length=event.total, label="clusters", file=sys.stderr)
+            self.bar.__enter__()
+        if self.bar is not None and event.done:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+@main.command("run-rem")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def run_rem_cmd(c: Ctx, dry_run: bool, as_json: bool) -> None:
+    """Run one REM consolidation cycle on the namespace."""
+    bar = _RemBar()
+    try:
+        with _logs_to_stderr(), c.memory() as m:
+            run = m.run_rem(dry_run=dry_run, progress=bar)
+    finally:
+        bar.close()
+    if as_json:
+        _echo_json(run.to_dict())
+        return
+    head = "plan (dry run)" if run.dry_run else f"run {run.run_id}: {run.status.value}"
+    click.echo(f"{head}: {run.flagged} flagged, {run.clusters} clusters, "
+               f"{run.synthesised} synthesised, {run.skipped} skipped, "
+               f"live {run.live_before} -> {run.live_after}")
+    for cluster in run.plan:
+        click.echo(f"cluster {cluster.cluster_no} ({len(cluster.members)} memories, "
+                   f"coherence {cluster.coherence:.2f})")
+        for member in cluster.members:
+            click.echo(f"  {member.id}  {member.preview}")
+
+
+@main.command()
+@click.argument("run_id")
+@pass_ctx
+def rollback(c: Ctx, run_id: str) -> None:
+    """Undo a REM run: members live again, edges back, synthesis nodes removed."""
+    with _logs_to_stderr(), c.memory(embedder=None) as m:
+        result = m.rollback(run_id)
+    click.echo(f"rolled back {result.run_id}: {result.members_restored} memories restored, "
+               f"{result.synthesis_removed} synthesis nodes removed, "
+               f"{result.edges_restored} edges restored")
+
+
+# -- long-running front ends (remd.daemon, remd.mcp_server) ---------------------------------------
+@main.command()
+@click.option("--config", "serve_config", type=click.Path(dir_okay=False), default=None,
+              help="TOML config file (overrides the group's --config / $REMD_CONFIG).")
+@click.option("--interval", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds between trigger checks (daemon.interval_seconds, default 60).")
+@click.option("--http", "http", default=None, metavar="HOST:PORT",
+              help="Also serve the HTTP API here (daemon.http), e.g. 127.0.0.1:8765.")
+@pass_ctx
+def serve(c: Ctx, serve_config: str | None, interval: float | None, http: str | None) -> None:
+    """Run the consolidation daemon (all namespaces) until SIGTERM; SIGHUP reloads config."""
+    from remd.daemon import serve as run_daemon
+
+    daemon: dict[str, Any] = {}
+    if interval is not None:
+        daemon["interval_seconds"] = interval
+    if http is not None:
+        daemon["http"] = http
+    code = run_daemon(c.db, config_path=serve_config or c.config_path,
+                      overrides={"daemon": daemon} if daemon else {}, namespace=c.namespace)
+    sys.exit(code)
+
+
+@main.command()
+@pass_ctx
+def mcp(c: Ctx) -> None:
+    """Serve the memory as MCP tools on stdin/stdout (for MCP clients)."""
+    from remd.mcp_server import run_stdio
+
+    sys.exit(run_stdio(c.db, c.config, c.namespace))
+
+
+# -- inject, feedback and the tag graph (remd.inject, remd.feedback, remd.tagtools) ---------------
+@main.command()
+@click.argument("query")
+@click.option("--budget", type=int, required=True, help="Hard token limit of the pack.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (pack_id, items, ...).")
+@click.option("--explain", is_flag=True, help="Score parts and activation path of each item.")
+@pass_ctx
+def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool) -> None:
+    """The memories that matter for QUERY, packed within --budget tokens."""
+    from remd.inject import explain as explain_lines
+
+    with c.memory() as m:
+        pack = m.inject(query, budget)
+    if as_json:
+        _echo_json(pack.to_dict())
+    elif explain:
+        for line in explain_lines(pack):
+            click.echo(line)
+    else:
+        click.echo(f"pack {pack.pack_id}: {len(pack.items)} item(s), "
+                   f"{pack.tokens_used}/{pack.budget} tokens", err=True)
+        if pack.items:
+            click.echo(pack.text)
+
+
+@main.command()
+@click.argument("pack_id")
+@click.option("--accept/--reject", "accepted", default=None,
+              help="Whether the pack helped (required).")
+@pass_ctx
+def feedback(c: Ctx, pack_id: str, accepted: bool | None) -> None:
+    """Learn from a pack: move the tag edges that built it towards accept or reject."""
+    if accepted is None:
+        raise click.UsageError("give --accept or --reject")
+    with c.memory(embedder=None) as m:
+        result = m.feedback(pack_id, accepted)
+    if result.applied:
+        click.echo(f"feedback recorded for {pack_id}: {result.edges_updated} tag edge(s) moved")
+    else:
+        click.echo(f"feedback for {pack_id} was already recorded; nothing changed")
+
+
+@main.group()
+def tags() -> None:
+    """The tag graph: export it, rename, merge and arrange tags."""
+
+
+@tags.command("export")
+@click.option("--format", "fmt", type=click.Choice(["dot", "json"]), default="json",
+              show_default=True)
+@click.option("--max-edges", type=click.IntRange(min=0), default=None,
+              help="Only the strongest N co-occurrence edges.")
+@pass_ctx
+def tags_export(c: Ctx, fmt: str, max_edges: int | None) -> None:
+    """Print the namespace's tag graph (Graphviz DOT or JSON)."""
+    with c.memory(embedder=None) as m:
+        click.echo(m.export_tag_graph(fmt, max_edges=max_edges), nl=False)  # type: ignore[arg-type]
+
+
+@tags.command("rename")
+@click.argument("old")
+@click.argument("new")
+@pass_ctx
+def tags_rename(c: Ctx, old: str, new: str) -> None:
+    """Rename tag OLD to NEW."""
+    with c.memory(embedder=None) as m:
+        click.echo(m.rename_tag(old, new))
+
+
+@tags.command("merge")
+@click.argument("src")
+@click.argument("dst")
+@pass_ctx
+def tags_merge(c: Ctx, src: str, dst: str) -> None:
+    """Fold tag SRC into DST (SRC is deleted)."""
+    with c.memory(embedder=None) as m:
+        click.echo(m.merge_tags(src, dst))
+
+
+@tags.command("subtype")
+@click.argument("child")
+@click.argument("parent")
+@pass_ctx
+def tags_subtype(c: Ctx, child: str, parent: str) -> None:
+    """Record CHILD IS_SUBTYPE_OF PARENT (refused if it makes a cycle)."""
+    with c.memory(embedder=None) as m:
+        m.add_subtype(child, parent)
+        click.echo(f"{child} IS_SUBTYPE_OF {parent}")

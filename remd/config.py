@@ -61,6 +61,40 @@ class InjectConfig(_Section):
     diversity_penalty: float = Field(0.15, ge=0, le=1)
     feedback_eta: float = Field(0.05, gt=0, le=1)
     separator: str = "\n"
+    # -- added with inject (issue 3) --
+    vector_rerank: int = Field(8, ge=1, description=(
+        "R: Hamming candidates per wanted neighbour, reranked by exact cosine"))
+    vector_seed_nodes: int = Field(3, ge=0, description=(
+        "nearest memories whose tags seed the tag-graph walk"))
+    vector_seed_tags: int = Field(5, ge=0, description="seed tags taken from those memories")
+    vector_seed_weight: float = Field(0.5, ge=0, le=1, description=(
+        "activation of a vector-derived seed tag relative to a query tag"))
+    subtype_weight: float = Field(0.9, ge=0, le=1, description=(
+        "edge weight of IS_SUBTYPE_OF (parent -> child) in the walk"))
+    fts_max_postings: int = Field(2000, ge=1, description=(
+        "query words are kept, rarest first, while the memories matching them stay below this"))
+    fts_max_terms: int = Field(12, ge=1)
+    fusion_k: float = Field(60.0, gt=0, description="k of the reciprocal-rank fusion")
+    graph_weight: float = Field(1.0, ge=0, description="weight of tag-graph evidence")
+    vector_weight: float = Field(1.0, ge=0, description="weight of vector evidence")
+    lexical_weight: float = Field(1.0, ge=0, description="weight of FTS5 bm25 evidence")
+    recency_weight: float = Field(0.1, ge=0, le=1, description=(
+        "score multiplier is (1 - w) + w * recency: old but relevant memories stay in"))
+    recency_half_life_days: float = Field(90.0, gt=0)
+    importance_weight: float = Field(0.1, ge=0, le=1, description=(
+        "score multiplier is (1 - w) + w * importance"))
+    pool: int = Field(256, ge=1, description="best-scored candidates the packer considers")
+    expand_per_hop: int = Field(16, ge=1, description=(
+        "most activated tags of a hop's frontier whose top-M edges are followed"))
+    read_tags: int = Field(32, ge=1, description=(
+        "most activated tags whose memories are read (per_tag_cap each at most)"))
+    fusion: Literal["rrf", "score", "minmax"] = Field("rrf", description=(
+        "rrf: each source adds w * (k+1)/(k+rank); score: w * value / best value"))
+    context_weight: float = Field(0.3, ge=0, le=1, description=(
+        "share of a candidate's score given to the memories saved just before and after it"))
+    context_from: int = Field(32, ge=0, description="best candidates whose neighbours are read")
+    context_window: float = Field(3600.0, ge=0, description=(
+        "seconds: neighbours saved further apart than this are not context"))
 
 
 class ImportanceConfig(_Section):
@@ -115,16 +149,55 @@ class RemConfig(_Section):
     synthesis_max_tags: int = Field(16, ge=1, le=64)
     consolidate_facts: bool = Field(False, description=(
         "fact nodes keep their fact_key only while live: folding them would hide supersession"))
+    # "centroid": a synthesis's vector is the normalised mean of its members' vectors, written
+    # in the cluster's transaction: it stands for every member (the embedder reads only the first
+    # 256 tokens of a long synthesis) and costs nothing, where embedding ~1,000 long syntheses
+    # takes minutes on 2 cores. "embed": the embedder embeds the synthesis text after the run.
+    synthesis_vector: Literal["centroid", "embed"] = "centroid"
     lease_seconds: float = Field(900.0, gt=0, description=(
         "a running REM run whose lease is older than this is taken as dead"))
 
 
 class DaemonConfig(_Section):
-    interval_seconds: float = Field(60.0, gt=0)
-    http: str | None = Field(None, description="HOST:PORT to serve the HTTP API on")
-    http_token: SecretStr | None = None
-    log_format: Literal["auto", "json", "console"] = "auto"
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    interval_seconds: float = Field(60.0, gt=0, description="seconds between trigger checks")
+    http: str | None = Field(None, description=(
+        "HOST:PORT to serve the HTTP API on (port 0: any free port); unset: no HTTP"))
+    http_token: SecretStr | None = Field(None, description=(
+        "bearer token every HTTP request but /healthz must carry; unset: no auth"))
+    http_max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body")
+    http_pool_keep: int = Field(4, ge=1, description=(
+        "idle database connections kept per namespace for HTTP requests"))
+    log_format: Literal["auto", "json", "console"] = Field("auto", description=(
+        "auto: console text on a terminal, JSON lines otherwise"))
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description=(
+        "memory contents are logged only at debug"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, data: Any) -> Any:
+        # REMD_DAEMON__HTTP="" in an environment file means "no HTTP", not an address.
+        if isinstance(data, dict):
+            return {k: (None if k in ("http", "http_token") and isinstance(v, str)
+                        and not v.strip() else v) for k, v in data.items()}
+        return data
+
+    @model_validator(mode="after")
+    def _check_http(self) -> DaemonConfig:
+        if self.http is not None:
+            self.http_address  # noqa: B018 - raises ValueError for a bad address
+        return self
+
+    @property
+    def http_address(self) -> tuple[str, int] | None:
+        """``http`` as (host, port): "127.0.0.1:8080", "[::1]:8080", "localhost:0"; a bare
+        "8080" or ":8080" binds loopback (127.0.0.1), never all interfaces."""
+        if self.http is None:
+            return None
+        host, _, port = self.http.strip().rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not port.isdigit() or int(port) > 65535 or any(c.isspace() for c in host):
+            raise ValueError(f"http must look like HOST:PORT, not {self.http!r}")
+        return host or "127.0.0.1", int(port)
 
 
 class Config(_Section):

@@ -140,6 +140,8 @@ _OPINION_VALUES = _words(
     it that this there here what which who something anything nothing everything him her them
     """
 )
+_LEADING_ADVERB_RE = re.compile(
+    r"^(?:(?:still|also|actually|currently|officially)\s+)+(?=\S)", re.IGNORECASE)
 _INTENSIFIERS = _words("so very really pretty quite too super extremely kinda totally")
 _ARTICLES = ("a", "an", "the")
 _NOT_PLACE_FIRST = _words(
@@ -194,6 +196,9 @@ _ATTR = rf"(?P<attr>(?!{_VERBS}\b)[a-z]+(?: (?!{_VERBS}\b)[a-z]+){{0,3}})"
 _VALUE = r"(?P<value>.+)"
 _ADVERBS = r"(?: (?:have|just|recently|finally|also|now|currently|still|already|actually))*"
 _I = rf"\bi(?:'ve)?{_ADVERBS}"
+# "we moved to X": the user's household moved, so the user did ("we live in" is left out:
+# "we live in a bubble" is a figure of speech far more often than a move).
+_I_OR_WE = rf"(?:{_I}|\bwe(?:'ve)?{_ADVERBS})"
 _IM = rf"(?:\b(?:i'm|i am|im){_ADVERBS}|{_I} been)"
 
 
@@ -203,10 +208,13 @@ class _Pattern:
     regex: re.Pattern[str]
     attribute: str | None  # None: the attribute is the matched <attr>
     change: bool
+    owner: bool = False  # "my dog is called X": <attr> names what the subject owns; key .../name
 
 
-def _p(needs: str, src: str, attribute: str | None = None, change: bool = False) -> _Pattern:
-    return _Pattern(tuple(needs.split("|")), re.compile(src, re.IGNORECASE), attribute, change)
+def _p(needs: str, src: str, attribute: str | None = None, change: bool = False,
+       owner: bool = False) -> _Pattern:
+    return _Pattern(tuple(needs.split("|")), re.compile(src, re.IGNORECASE), attribute, change,
+                    owner)
 
 
 # Tried in order; at each subject position the first pattern that yields a valid fact wins.
@@ -220,6 +228,10 @@ _PATTERNS = (
        rf"{_SUBJ} {_ATTR} (?:(?:has|have|had) been |(?:has|have|had|was|were|got|is|just) )?"
        rf"(?:changed|updated|switched) to {_VALUE}", change=True),
     _p("new ", rf"{_SUBJ} new {_ATTR} (?:is|are) {_VALUE}", change=True),
+    # "my dog is called Pepper" files under "user's dog/name", as "my dog's name is Pepper" does.
+    _p("called|named",
+       rf"{_SUBJ} {_ATTR} (?:is|are|was) (?:now |still )?(?:called|named) {_VALUE}",
+       "name", owner=True),
     _p(" now ", rf"{_SUBJ} {_ATTR} (?:is|are) now {_VALUE}", change=True),
     _p(" is | are ", rf"{_SUBJ} {_ATTR} (?:is|are) {_VALUE}"),
     # "my name's Bob", but not "my sister's dog is ...": no verb may follow.
@@ -228,7 +240,11 @@ _PATTERNS = (
     _p("changed my|updated my|switched my",
        rf"{_I} (?:changed|updated|switched) my {_ATTR} (?:from .+? )?to {_VALUE}", change=True),
     _p("moved|relocated",
-       rf"{_I} (?:moved|relocated)(?: back| over| out| away)? to {_VALUE}", "city", True),
+       rf"{_I_OR_WE} (?:moved|relocated)(?: back| over| out| away)? to {_VALUE}", "city", True),
+    # "I traded my car for a Kia": the thing replaced keeps its key, the new one is its value.
+    _p("traded my|swapped my|exchanged my",
+       rf"{_I} (?:traded|swapped|exchanged) my {_ATTR} (?:in )?for {_VALUE}", change=True),
+    _p("replaced my", rf"{_I} replaced my {_ATTR} with {_VALUE}", change=True),
     _p("live in", rf"{_I} live in {_VALUE}", "city"),
     _p("living in|based in|settled in",
        rf"{_IM} (?:living|based|settled) in {_VALUE}", "city"),
@@ -238,6 +254,12 @@ _PATTERNS = (
     _p("working at|working for|employed at|employed by",
        rf"{_IM} (?:working (?:at|for)|employed (?:at|by)) {_VALUE}", "employer"),
     _p("joined", rf"{_I} joined {_VALUE}", "employer", True),
+    _p("started",
+       rf"{_I} started (?:(?:a |my )?(?:new )?job|work|working) (?:at|for) {_VALUE}",
+       "employer", True),
+    # Only a capitalised make or model: "I drive a lot" is not a car.
+    _p("drive a|drive an",
+       rf"{_I} drive (?:a|an) (?-i:(?P<value>[A-Z][\w-]*(?: [A-Z0-9][\w-]*){{0,3}}))", "car"),
     _p(" old", rf"{_IM} (?P<value>\d{{1,3}}) (?:years?|yrs?) old\b", "age"),
     _p("turned",
        rf"{_I} turned (?P<value>\d{{1,3}})(?: years old)?(?:\s|$|[.,!])", "age", True),
@@ -247,7 +269,7 @@ _PATTERNS = (
     _p("grew up in", rf"{_I} grew up in {_VALUE}", "hometown"),
 )
 _NOW_RE = re.compile(r"\bnow\b", re.IGNORECASE)
-_TRIGGER_RE = re.compile(r"\b(?:my|i|i'm|im|call me)\b|'s\b", re.IGNORECASE)
+_TRIGGER_RE = re.compile(r"\b(?:my|i|i'm|im|we|we've|call me)\b|'s\b", re.IGNORECASE)
 _SENTENCE_END_RE = re.compile(r"[.!?…]+(?=\s)|\n+|;")
 _ABBREVIATIONS = _words("mr mrs ms dr st jr sr prof mt vs etc e.g i.e inc co ltd no")
 
@@ -257,9 +279,11 @@ def parse_facts(text: str) -> list[FactStatement]:
 
     Recognised: "my <attr> is <value>", "my <attr> has changed to / is now / was updated to",
     "my new <attr> is", "my <attr> is no longer A, it's B", "my <attr> changed from A to B",
-    "I changed my <attr> to", "I moved to / live in X" (``city``), "I work at/for X" and
-    "I joined X" (``employer``), "I work as a X" (``job``), "I'm N years old" (``age``),
-    "call me X" (``name``), "I'm from X" (``hometown``), and "<Name>'s <attr> is <value>". The
+    "I changed my <attr> to", "I traded my <attr> for X", "I/we moved to / I live in X"
+    (``city``), "I work at/for X", "I joined X" and "I started a new job at X" (``employer``),
+    "I work as a X" (``job``), "I drive a <Make>" (``car``), "my dog is called X" (``user's
+    dog/name``), "I'm N years old" (``age``), "call me X" (``name``), "I'm from X"
+    (``hometown``), and "<Name>'s <attr> is <value>". The
     subject is ``user`` for the first person, the lower-cased name otherwise. Questions,
     negations and hypotheticals yield nothing. Never raises.
     """
@@ -340,13 +364,18 @@ def _build(pattern: _Pattern, m: re.Match[str], cased: bool) -> FactStatement | 
     attribute = pattern.attribute or _canonical_attribute(groups.get("attr"))
     if subject is None or attribute is None:
         return None
+    if pattern.owner:
+        owned = _canonical_attribute(groups.get("attr"))
+        if owned is None or " " in owned:
+            return None
+        subject = f"{subject}'s {owned}"
     change = pattern.change or _NOW_RE.search(m.group()[: m.start("value") - m.start()]) is not None
     raw = groups["value"]
     cleaned = _clean_value(raw, attribute, cased)
     if cleaned is None:
         return None
     value, trailing_now = cleaned
-    if pattern.needs == ("joined",) and not _plausible_company(value, raw):
+    if pattern.needs in (("joined",), ("started",)) and not _plausible_company(value, raw):
         return None  # "I joined Caroline for lunch" is not a new employer
     if attribute == "age" and not 0 < int(value) < 130:
         return None
@@ -415,6 +444,7 @@ def _clean_value(raw: str, attribute: str, cased: bool) -> tuple[str, bool] | No
         trailing_now = trailing_now or m.group().strip(" ,").lower() in ("now", "right now")
         value = value[: m.start()]
     value = _strip_quotes(value).strip(" .,!;:…")
+    value = _LEADING_ADVERB_RE.sub("", value)  # "my car is still the Civic": a restatement
     value = _strip_article(value)
     if not value or len(value) > MAX_VALUE_LEN or not any(c.isalnum() for c in value):
         return None

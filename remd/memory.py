@@ -11,17 +11,29 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
+from remd import feedback as _feedback
+from remd import inject as _inject
+from remd import tagtools as _tagtools
 from remd.config import Config
 from remd.embed import Embedder, EmbedError, make_embedder, to_blob
 from remd.errors import InvalidInput, NotFound
+from remd.feedback import FeedbackResult
 from remd.ingest import Draft, Writer, check_namespace, check_source, check_tags, check_text
+from remd.inject import Pack
 from remd.models import EdgeType, Node, NodeKind, NodeStatus, Stats
 from remd.store import Store
+from remd.tagtools import TagCluster
 from remd.tokens import TokenCounter
+from remd.vectors import write_vectors
+
+if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and import models
+    from remd import importance as _importance
+    from remd import rem as _rem
+    from remd import triggers as _triggers
 
 log = structlog.get_logger("remd.memory")
 
@@ -178,6 +190,7 @@ class Memory:
                     conn.execute(
                         "INSERT INTO node_vec (rowid, namespace, embedding) VALUES (?, ?, ?)",
                         (rid, self.namespace, to_blob(vec)))
+                write_vectors(conn, self.namespace, [r[0] for r in rows], vectors)
                 conn.executemany("UPDATE nodes SET embedded = 1 WHERE rid = ?",
                                  [(r[0],) for r in rows])
             done += len(rows)
@@ -334,3 +347,78 @@ class Memory:
             synthesis=by_kind.get("synthesis", 0), tags=tags, tag_edges=tag_edges,
             edges=edges, pending_embeddings=pending, packs=packs, rem_runs=runs,
             db_bytes=size, schema_version=self.store.schema_version(), by_kind=by_kind)
+
+    # -- inject, feedback and tag tools (remd.inject, remd.feedback, remd.tagtools) -------
+    def inject(self, query: str, token_budget: int, *, namespace: str | None = None) -> Pack:
+        """The memories that matter for ``query`` within ``token_budget`` tokens (a hard
+        limit). Raises InvalidInput for an empty query or a negative budget."""
+        return _inject.inject(self, query, token_budget, namespace=namespace)
+
+    def feedback(self, pack_id: str, accepted: bool | float, *,
+                 namespace: str | None = None) -> FeedbackResult:
+        """Move the tag edges behind a pack towards accepted (EMA), once per pack.
+        Raises NotFound for an unknown pack, InvalidInput for a bad ``accepted``."""
+        return _feedback.feedback(self, pack_id, accepted, namespace=namespace)
+
+    def memories_by_tag_cluster(self, tag: str, depth: int = 2, *,
+                                limit: int = 50) -> TagCluster:
+        """The tags around ``tag`` and the live memories carrying them. Raises NotFound."""
+        return _tagtools.memories_by_tag_cluster(self, tag, depth, limit=limit)
+
+    def suggest_related_tags(self, tags: Sequence[str], *,
+                             limit: int = 10) -> list[tuple[str, float]]:
+        """Existing tags that go with ``tags`` (co-occurrence and hierarchy)."""
+        return _tagtools.suggest_related_tags(self, tags, limit=limit)
+
+    def add_subtype(self, child: str, parent: str) -> None:
+        """Record ``child IS_SUBTYPE_OF parent``. Raises Conflict for a cycle."""
+        with self.store.transaction() as conn:
+            _tagtools.add_subtype(conn, self.namespace, child, parent, self.clock())
+
+    def subtypes(self, tag: str) -> list[str]:
+        """Tags below ``tag`` in the IS_SUBTYPE_OF hierarchy. Raises NotFound."""
+        return _tagtools.subtypes(self, tag)
+
+    def supertypes(self, tag: str) -> list[str]:
+        """Tags above ``tag`` in the IS_SUBTYPE_OF hierarchy. Raises NotFound."""
+        return _tagtools.supertypes(self, tag)
+
+    def rename_tag(self, old: str, new: str) -> str:
+        """Rename a tag. Raises NotFound, or Conflict if ``new`` exists (merge instead)."""
+        return _tagtools.rename_tag(self, old, new)
+
+    def merge_tags(self, src: str, dst: str) -> str:
+        """Fold tag ``src`` into ``dst``. Raises NotFound or Conflict."""
+        return _tagtools.merge_tags(self, src, dst)
+
+    def export_tag_graph(self, format: Literal["dot", "json"] = "json", *,
+                         max_edges: int | None = None) -> str:
+        """The tag graph as Graphviz DOT or JSON. Raises InvalidInput for another format."""
+        return _tagtools.export_tag_graph(self, format, max_edges=max_edges)
+
+    # -- importance, triggers and REM (remd.importance, remd.triggers, remd.rem) ---------------
+    def refresh_importance(self, now: float | None = None) -> _importance.NamespaceScores:
+        """Recompute and store the importance of every live memory at ``now`` (default: the
+        clock). Raises StoreError."""
+        from remd import importance as _imp
+
+        return _imp.refresh_importance(self, now)
+
+    def triggers(self, now: float | None = None) -> _triggers.TriggerReport:
+        """Evaluate the REM triggers of the namespace at ``now``. Raises StoreError."""
+        from remd import triggers as _trig
+
+        return _trig.evaluate(self, now)
+
+    def run_rem(self, **kwargs: Any) -> _rem.RemRun:
+        """One REM cycle (see :func:`remd.rem.run_rem` for the options). Raises InvalidInput,
+        Conflict (another run is alive in this namespace), StoreError."""
+        from remd import rem as _r
+
+        return _r.run_rem(self, **kwargs)
+
+    def rollback(self, run_id: str) -> _rem.RollbackResult:
+        """Undo a REM run exactly. Raises NotFound, RollbackRefused."""
+        from remd import rem as _r
+
+        return _r.rollback(self, run_id)

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class NodeKind(str, Enum):
+class NodeKind(StrEnum):
     EPISODIC = "episodic"
     FACT = "fact"
     SYNTHESIS = "synthesis"
 
 
-class NodeStatus(str, Enum):
+class NodeStatus(StrEnum):
     LIVE = "live"
     DEPRECATED = "deprecated"  # folded into a synthesis node by a REM run
     SUPERSEDED = "superseded"  # a newer fact replaced it
     FORGOTTEN = "forgotten"  # soft-deleted by the user
 
 
-class EdgeType(str, Enum):
+class EdgeType(StrEnum):
     SUPERSEDES = "SUPERSEDES"
     EXTENDS = "EXTENDS"
     CONTRADICTS = "CONTRADICTS"
@@ -30,7 +30,7 @@ class EdgeType(str, Enum):
     IS_SUBTYPE_OF = "IS_SUBTYPE_OF"
 
 
-class TriggerReason(str, Enum):
+class TriggerReason(StrEnum):
     """Why a REM run starts (recorded in rem_runs.trigger)."""
 
     NODE_COUNT = "node_count"  # too many live memories in the namespace

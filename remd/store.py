@@ -35,11 +35,19 @@ def _schema_sql() -> str:
     return (resources.files("remd") / _SCHEMA_FILE).read_text(encoding="utf-8")
 
 
+def _migration_sql(name: str) -> Callable[[], str]:
+    def read() -> str:
+        return (resources.files("remd") / "migrations" / f"{name}.sql").read_text(
+            encoding="utf-8")
+    return read
+
+
 # Named migrations, applied in order; each is recorded in remd_migrations in the transaction
 # that applies it. The schema version of a file is the number of migrations it has. Never
 # edit or reorder an entry once released: append a new one.
 MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("0001_initial", _schema_sql),
+    ("0002_vec_bit", _migration_sql("0002_vec_bit")),  # quantised vectors, tag/FTS indexes
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

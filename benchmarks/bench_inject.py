@@ -1,0 +1,267 @@
+"""Inject latency at 1k, 10k, 100k (and 1M) memories: p50/p95/p99, with and without embedding.
+
+    python benchmarks/bench_inject.py [--sizes 1000 10000 100000 1000000] [--queries 200]
+
+Each namespace is built with bulk SQL in remd's real schema (a save_many of 1M memories would
+take ~10 minutes of tagging and embedding; inject only reads): Zipf-distributed words (content
+and FTS5), 3-8 tags per memory drawn from its own words (so tag document frequencies are
+Zipf-like too), co-occurrence tag edges weighted by the same rule as the write path, and
+synthetic clustered unit vectors in ``node_vec_bit`` (the table inject reads; the vec0
+``node_vec`` copy is left empty). Queries are 3-5 words of a random memory plus a vector near
+it. "with embedding" runs the real MiniLM model on the query text (the vector it returns is
+replaced by the synthetic one, so the same neighbours are found): that is the end-to-end time
+an agent sees. Prints markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from remd import Config, Memory  # noqa: E402
+from remd.config import EmbedConfig  # noqa: E402
+from remd.embed import DIM, Embedder, make_embedder  # noqa: E402
+from remd.vectors import quantise  # noqa: E402
+
+DAY = 86400.0
+NOW = 1_780_000_000.0
+SYLLABLES = ("ka lo mi ra te su no vi da re po ma lu ze ni ko sa tu be fi ga ho ju ke la mo "
+             "na pe ri so ta ve wu ya zo").split()
+CLUSTERS = 512
+
+
+def vocabulary(size: int) -> list[str]:
+    out, seen = [], set()
+    rng = np.random.default_rng(1)
+    while len(out) < size:
+        word = "".join(rng.choice(SYLLABLES, size=int(rng.integers(2, 4))))
+        if word not in seen:
+            seen.add(word)
+            out.append(word)
+    return out
+
+
+def zipf_p(n: int, s: float = 1.07) -> npt.NDArray[np.float64]:
+    p = 1.0 / (np.arange(n) + 2.7) ** s
+    return p / p.sum()
+
+
+class Corpus:
+    """A deterministic synthetic namespace of n memories."""
+
+    def __init__(self, n: int, seed: int = 7) -> None:
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+        self.words = vocabulary(min(200_000, max(2_000, n // 5)))
+        self.p = zipf_p(len(self.words))
+        self.centroids = self._unit(self.rng.standard_normal((CLUSTERS, DIM)).astype(np.float32))
+
+    @staticmethod
+    def _unit(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    def chunk(self, start: int, size: int) -> tuple[list[list[int]], npt.NDArray[np.float32]]:
+        rng = np.random.default_rng((start + 1) * 7919)
+        lengths = rng.integers(10, 22, size=size)
+        flat = rng.choice(len(self.words), size=int(lengths.sum()), p=self.p)
+        docs, at = [], 0
+        for ln in lengths:
+            docs.append([int(w) for w in flat[at:at + ln]])
+            at += ln
+        cluster = rng.integers(0, CLUSTERS, size=size)
+        noise = rng.standard_normal((size, DIM)).astype(np.float32) * 0.045
+        return docs, self._unit(self.centroids[cluster] + noise)
+
+
+def build(path: Path, n: int, config: Config) -> float:
+    """Write n memories straight into the schema; returns seconds."""
+    t0 = time.perf_counter()
+    corpus = Corpus(n)
+    words = corpus.words
+    with Memory(path, config=config, embedder=None) as mem:
+        counter = mem.counter
+        store = mem.store
+        with store.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO tags (tid, namespace, name, df, created_at) VALUES (?, ?, ?, 0, ?)",
+                [(i + 1, "default", w, NOW - 800 * DAY) for i, w in enumerate(words)])
+        df = np.zeros(len(words) + 1, np.int64)
+        pair_keys: list[npt.NDArray[np.int64]] = []
+        stride = len(words) + 1
+        step = 20_000
+        rng = np.random.default_rng(3)
+        for start in range(0, n, step):
+            size = min(step, n - start)
+            docs, vecs = corpus.chunk(start, size)
+            texts = [" ".join(words[w] for w in d).capitalize() + "." for d in docs]
+            tokens = counter.count_many(texts)
+            created = NOW - rng.uniform(0, 730 * DAY, size=size)
+            importance = rng.uniform(0.2, 0.8, size=size)
+            bits = quantise(vecs)
+            node_rows, tag_rows = [], []
+            for i, d in enumerate(docs):
+                rid = start + i + 1
+                node_rows.append((rid, f"m{rid:09d}", "default", "episodic", texts[i],
+                                  float(created[i]), float(created[i]), float(importance[i]),
+                                  tokens[i]))
+                tags = list(dict.fromkeys(d))[: int(rng.integers(3, 9))]
+                tids = np.array(tags, np.int64) + 1
+                df[tids] += 1
+                tag_rows += [(int(t), rid, 1.0) for t in tids]
+                a, b = np.meshgrid(tids, tids)
+                mask = a != b
+                pair_keys.append(a[mask] * stride + b[mask])
+            with store.transaction() as conn:
+                conn.executemany(
+                    "INSERT INTO nodes (rid, id, namespace, kind, content, created_at, "
+                    "last_access, importance, tokens, embedded) VALUES (?,?,?,?,?,?,?,?,?,1)",
+                    node_rows)
+                conn.executemany("INSERT INTO node_fts (rowid, content) VALUES (?, ?)",
+                                 [(r[0], r[4]) for r in node_rows])
+                conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
+                                 tag_rows)
+                conn.executemany(
+                    "INSERT INTO node_vec_bit (rid, namespace, bits, vec) VALUES (?, ?, ?, ?)",
+                    [(start + i + 1, "default", bits[i].tobytes(), vecs[i].tobytes())
+                     for i in range(size)])
+        keys, counts = np.unique(np.concatenate(pair_keys), return_counts=True)
+        weights = 1.0 - 0.5 * 0.9 ** (counts - 1.0)  # the write path's co-occurrence rule
+        with store.transaction() as conn:
+            conn.executemany("UPDATE tags SET df = ? WHERE tid = ?",
+                             [(int(df[t]), t) for t in range(1, stride) if df[t]])
+            for lo in range(0, len(keys), 500_000):
+                conn.executemany(
+                    "INSERT INTO tag_edges (src, dst, count, weight) VALUES (?, ?, ?, ?)",
+                    ((int(k // stride), int(k % stride), int(c), float(w)) for k, c, w in
+                     zip(keys[lo:lo + 500_000], counts[lo:lo + 500_000],
+                         weights[lo:lo + 500_000], strict=True)))
+        store.conn.execute("ANALYZE")
+    return time.perf_counter() - t0
+
+
+class QueryEmbedder:
+    """Hands inject the planned synthetic vector of each query, after (optionally) running the
+    real MiniLM model on the text so its time is paid."""
+
+    name = "bench"
+    dim = DIM
+
+    def __init__(self, planned: dict[str, npt.NDArray[np.float32]],
+                 real: Embedder | None) -> None:
+        self.planned = planned
+        self.real = real
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self.real is not None:
+            self.real.embed(texts)
+        return np.stack([self.planned[t] for t in texts])
+
+
+def queries(n: int, count: int, path: Path) -> dict[str, npt.NDArray[np.float32]]:
+    rng = np.random.default_rng(11)
+    with Memory(path, embedder=None) as mem:
+        rids = rng.integers(1, n + 1, size=count)
+        out: dict[str, npt.NDArray[np.float32]] = {}
+        for i, rid in enumerate(rids):
+            content, vec = mem.store.one(
+                "SELECT n.content, b.vec FROM nodes n JOIN node_vec_bit b ON b.rid = n.rid "
+                "WHERE n.rid = ?", (int(rid),)) or ("", b"")
+            words = str(content).rstrip(".").split()
+            picked = rng.choice(words, size=min(len(words), int(rng.integers(3, 6))),
+                                replace=False)
+            text = f"what about {' '.join(picked)}? (q{i})"
+            v = np.frombuffer(vec, np.float32) + rng.standard_normal(DIM).astype(np.float32) * 0.03
+            out[text] = (v / np.linalg.norm(v)).astype(np.float32)
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def measure(path: Path, planned: dict[str, npt.NDArray[np.float32]], budgets: Sequence[int],
+            real: Embedder | None, config: Config) -> list[dict[str, float]]:
+    emb = QueryEmbedder(planned, real)
+    rows = []
+    with Memory(path, config=config, embedder=emb, clock=lambda: NOW) as mem:
+        t0 = time.perf_counter()
+        mem.inject(next(iter(planned)), 64)  # loads the in-process vector index
+        load = time.perf_counter() - t0
+        for budget in budgets:
+            lat, touched, tags, items = [], [], [], []
+            for text in planned:
+                t = time.perf_counter()
+                pack = mem.inject(text, budget)
+                lat.append((time.perf_counter() - t) * 1000)
+                touched.append(pack.memories_touched)
+                tags.append(pack.tags_activated)
+                items.append(len(pack.items))
+            rows.append({"budget": budget, "p50": pct(lat, .5), "p95": pct(lat, .95),
+                         "p99": pct(lat, .99), "touched": statistics.mean(touched),
+                         "tags": statistics.mean(tags), "items": statistics.mean(items),
+                         "load": load})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    ap.add_argument("--budgets", type=int, nargs="+", default=[256, 1024, 4096])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
+    ap.add_argument("--build-only", action="store_true", help="build the databases and stop")
+    args = ap.parse_args(argv)
+    config = Config()
+    real = make_embedder(EmbedConfig())
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="remd-bench-inject-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"inject latency — {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"{args.queries} queries per cell\n")
+    print("| memories | budget | p50 ms | p95 ms | p99 ms | p50 ms +embed | p95 ms +embed "
+          "| p99 ms +embed | memories touched | tags activated | items |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    notes = []
+    for n in args.sizes:
+        path = workdir / f"inject-{n}.db"
+        built = 0.0
+        if not path.exists():
+            built = build(path, n, config)
+        if args.build_only:
+            print(f"built {path} in {built:.0f} s", file=sys.stderr)
+            continue
+        planned = queries(n, args.queries, path)
+        bare = measure(path, planned, args.budgets, None, config)
+        full = measure(path, planned, args.budgets, real, config)
+        for b, f in zip(bare, full, strict=True):
+            print(f"| {n:,} | {b['budget']:.0f} | {b['p50']:.1f} | {b['p95']:.1f} | "
+                  f"{b['p99']:.1f} | {f['p50']:.1f} | {f['p95']:.1f} | {f['p99']:.1f} | "
+                  f"{b['touched']:.0f} | {b['tags']:.0f} | {b['items']:.1f} |", flush=True)
+        size_mb = path.stat().st_size / 1e6
+        notes.append(f"{n:,}: built in {built:.0f} s (0 = reused), file {size_mb:,.0f} MB, "
+                     f"first inject (loads the vector index) {bare[0]['load'] * 1000:.0f} ms")
+    print()
+    for note in notes:
+        print(f"- {note}")
+    if args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

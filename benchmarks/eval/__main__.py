@@ -1,0 +1,70 @@
+"""``python -m benchmarks.eval``: every evaluation table, as markdown on stdout.
+
+    python -m benchmarks.eval                      # everything (LoCoMo ~ minutes on 2 cores)
+    python -m benchmarks.eval --quick              # 2 conversations, for iterating
+    python -m benchmarks.eval --only locomo drift  # some sections
+    python -m benchmarks.eval --data DIR           # where locomo10.json lives
+
+Sections: ``locomo`` (evidence recall vs BM25 / dense / RRF / recency), ``drift`` (synthetic fact
+updates with varied phrasing), ``memorylens`` (memorylens-bench 0.4.0 with remd as a backend),
+``rem`` (LoCoMo recall and live nodes before and after a forced REM cycle).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.eval.report import machine_line
+
+SECTIONS = ("locomo", "drift", "memorylens", "rem")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.eval", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data",
+                    help="directory holding locomo10.json and locomo_audit_errors.json")
+    ap.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument("--quick", action="store_true", help="2 LoCoMo conversations, fewer seeds")
+    ap.add_argument("--conversations", type=int, nargs="+", default=None,
+                    help="LoCoMo conversation indices (0-9) to run")
+    ap.add_argument("--budgets", type=int, nargs="+", default=[256, 512, 1024, 2048])
+    ap.add_argument("--methods", nargs="+", default=["remd", "bm25", "dense", "rrf", "recency"])
+    ap.add_argument("--dates", choices=["real", "ingest"], default="real",
+                    help="memories created at their session date (real) or all at once")
+    ap.add_argument("--no-audit", action="store_true", help="use LoCoMo's evidence as given")
+    ap.add_argument("--cache", type=Path,
+                    default=Path(tempfile.gettempdir()) / "remd-eval-cache" / "minilm.npz",
+                    help="embedding cache (content hash -> vector) for LoCoMo turns")
+    ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
+    args = ap.parse_args(argv)
+
+    print(f"remd evaluation — {machine_line()}\n")
+    t0 = time.perf_counter()
+    if "locomo" in args.only or "rem" in args.only:
+        from benchmarks.eval import sections
+
+        convs = sections.load_locomo(args)
+        if "locomo" in args.only:
+            sections.locomo_section(args, convs)
+        if "rem" in args.only:
+            sections.rem_section(args, convs)
+    if "drift" in args.only:
+        from benchmarks.eval import drift
+
+        drift.section(quick=args.quick)
+    if "memorylens" in args.only:
+        from benchmarks.eval import memorylens_run
+
+        memorylens_run.section(quick=args.quick)
+    print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""What one REM cluster writes: the synthesis node and the graph around it.
+
+:class:`ClusterWriter` commits one cluster in ONE transaction: the synthesis node (its FTS row
+and tags), DERIVED_FROM edges to the members, the members' outside edges re-pointed to it, the
+members soft-deprecated, the ``rem_clusters`` row recording what the members were before, the
+run's counters and the lease heartbeat. Edges are never rewritten in place: the member's edge is
+retired (``live = 0, retired_by = run``) and a copy inserted (``rem_run = run``), which is what
+makes :func:`remd.rem.rollback` exact. Before writing, :func:`coverage` checks that the answer
+kept the members' names and numbers (an LLM that was talked out of its job by a memory's text,
+or that summarised too hard, gets its cluster skipped instead).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from remd.cluster import Cluster
+from remd.errors import InvalidInput, LLMError
+from remd.ids import new_id
+from remd.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
+from remd.tagging import normalise_tag
+from remd.vectors import write_vectors
+
+if TYPE_CHECKING:
+    from remd.memory import Memory
+
+log = structlog.get_logger("remd.rem")
+
+_CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
+Job = tuple[int, list[Fragment], list[tuple[str, str, str]]]
+Answer = SynthesisAnswer | LLMError | InvalidInput
+
+
+@dataclass(frozen=True, kw_only=True)
+class Members:
+    """The flagged memories a run plans with (parallel sequences, index = flagged position)."""
+
+    rids: Sequence[int]
+    ids: Sequence[str]
+    importance: npt.NDArray[np.float64]
+    created_at: npt.NDArray[np.float64]
+    content: dict[int, str]  # rid -> content
+    vectors: npt.NDArray[np.float32]  # unit rows
+    live_before: int
+
+
+# -- faithfulness ---------------------------------------------------------------------------------
+_NUMBER = re.compile(r"\d{2,}")
+_NAME = re.compile(r"\b[A-Z][\w'’-]{2,}")
+
+
+def key_terms(text: str) -> set[str]:
+    """Names (capitalised words, not sentence-openers like "The") and numbers of a text."""
+    names = {m.group(0).casefold() for m in _NAME.finditer(text)
+             if m.group(0).lower() not in NOT_NAMES}
+    return names | set(_NUMBER.findall(text))
+
+
+def coverage(answer: SynthesisAnswer, fragments: Sequence[Fragment]) -> float:
+    """Share of the fragments' names and numbers found anywhere in the answer."""
+    wanted = set().union(*(key_terms(f.content) for f in fragments))
+    if not wanted:
+        return 1.0
+    blob = " ".join([answer.synthesis, *answer.key_entities, *answer.causal_chains,
+                     *answer.temporal_anchors]).casefold()
+    numbers = set(_NUMBER.findall(blob))
+    found = sum(1 for t in wanted if (t in numbers if t.isdigit() else t in blob))
+    return found / len(wanted)
+
+
+
+class ClusterWriter:
+    """Commits one cluster per transaction (see the module docstring, step 4)."""
+
+    def __init__(self, memory: Memory, run_id: str, now: float, members: Members,
+                 heartbeat: Callable[[apsw.Connection], None]) -> None:
+        self.memory = memory
+        self.ns = memory.namespace
+        self.run_id = run_id
+        self.now = now
+        self.m = members
+        self.heartbeat = heartbeat  # renews the run's lease inside each cluster transaction
+        self.synthesis_rids: list[int] = []
+        self._members: dict[int, list[int]] = {}
+
+    def job(self, no: int, cluster: Cluster) -> Job:
+        """The synthesiser's input for a cluster: its fragments and causal edges among them."""
+        members = list(cluster.members)
+        self._members[no] = members
+        m = self.m
+        frags = [Fragment(id=m.ids[k], content=m.content[m.rids[k]],
+                          importance=float(m.importance[k]), created_at=float(m.created_at[k]))
+                 for k in members]
+        ids = [m.ids[k] for k in members]
+        marks = ",".join("?" * len(ids))
+        edges = self.memory.store.query(
+            f"SELECT src, dst, type FROM edges WHERE namespace = ? AND live = 1 "
+            f"AND type IN ({','.join('?' * len(_CAUSAL_TYPES))}) "
+            f"AND src IN ({marks}) AND dst IN ({marks}) ORDER BY eid",
+            (self.ns, *_CAUSAL_TYPES, *ids, *ids))
+        return no, frags, [(s, d, t) for s, d, t in edges]
+
+    def write(self, job: Job, answer: Answer) -> dict[str, Any]:
+        """Commit (or record as skipped) one cluster; returns its outcome fields."""
+        no, frags, _ = job
+        members = self._members[no]
+        reason: str | None = None
+        if isinstance(answer, LLMError | InvalidInput):
+            reason = f"{type(answer).__name__}: {answer}"
+        else:
+            cov = coverage(answer, frags)
+            if cov < self.memory.config.rem.min_coverage:
+                reason = (f"synthesis keeps {cov:.0%} of the members' names and numbers "
+                          f"(< {self.memory.config.rem.min_coverage:.0%})")
+        with self.memory.store.transaction() as conn:
+            rows = conn.execute(
+                f"SELECT rid, id, status, importance, deprecated_by, confidence FROM nodes "
+                f"WHERE rid IN ({','.join('?' * len(members))}) ORDER BY rid",
+                [self.m.rids[k] for k in members]).fetchall()
+            if reason is None and (len(rows) != len(members)
+                                   or any(r[2] != "live" for r in rows)):
+                reason = "a member changed since the run was planned"
+            before = [{"id": r[1], "status": r[2], "importance": r[3], "deprecated_by": r[4]}
+                      for r in rows]
+            synthesis_id = None
+            if reason is None:
+                assert isinstance(answer, SynthesisAnswer)
+                synthesis_id = self._commit(conn, rows, answer, members)
+            conn.execute(
+                "INSERT INTO rem_clusters (run_id, cluster_no, status, synthesis_id, members, "
+                "reason) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.run_id, no, "skipped" if reason else "committed", synthesis_id,
+                 json.dumps(before), reason))
+            conn.execute(
+                "UPDATE rem_runs SET synthesised = synthesised + ?, skipped = skipped + ? "
+                "WHERE run_id = ?", (0 if reason else 1, 1 if reason else 0, self.run_id))
+            self.heartbeat(conn)
+        if reason:
+            log.warning("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
+                        cluster=no, size=len(members), reason=reason)
+        return {"cluster_no": no, "status": "skipped" if reason else "committed",
+                "size": len(members), "synthesis_id": synthesis_id, "reason": reason}
+
+    def _commit(self, conn: apsw.Connection, rows: list[tuple[Any, ...]],
+                answer: SynthesisAnswer, members: list[int]) -> str:
+        cfg = self.memory.config.rem
+        rids = [int(r[0]) for r in rows]
+        ids = [r[1] for r in rows]
+        mean_imp = float(np.mean([r[3] for r in rows]))
+        importance = answer.importance if answer.importance is not None else min(
+            1.0, mean_imp * (1.0 + cfg.synthesis_boost))
+        confidence = float(np.clip(np.mean([r[5] for r in rows]), 0.0, 1.0))
+        content = answer.synthesis
+        sid = new_id()
+        row: Any = conn.execute(
+            "INSERT INTO nodes (id, namespace, kind, content, source, status, created_at, "
+            "last_access, access_count, confidence, importance, tokens, rem_run) "
+            "VALUES (?, ?, 'synthesis', ?, ?, 'live', ?, ?, 0, ?, ?, ?, ?) RETURNING rid",
+            (sid, self.ns, content, f"rem:{self.run_id}", self.now, self.now, confidence,
+             importance, self.memory.counter.count(content), self.run_id)).fetchone()
+        rid = int(row[0])
+        conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, content))
+        self._tags(conn, rid, rids, answer)
+        self._inherit(conn, sid, ids)  # first: the DERIVED_FROM edges below stay as they are
+        conn.executemany(
+            "INSERT INTO edges (namespace, src, dst, type, weight, created_at, rem_run) "
+            "VALUES (?, ?, ?, 'DERIVED_FROM', 1.0, ?, ?)",
+            [(self.ns, sid, m, self.now, self.run_id) for m in ids])
+        conn.executemany("UPDATE nodes SET status = 'deprecated', deprecated_by = ? WHERE rid = ?",
+                         [(sid, r) for r in rids])
+        if cfg.synthesis_vector == "centroid":
+            centroid = self.m.vectors[members].astype(np.float64).sum(axis=0)
+            norm = float(np.linalg.norm(centroid))
+            if norm > 0:
+                vec = (centroid / norm).astype(np.float32)
+                conn.execute("INSERT INTO node_vec (rowid, namespace, embedding) "
+                             "VALUES (?, ?, ?)", (rid, self.ns, vec.tobytes()))
+                write_vectors(conn, self.ns, [rid], vec)
+                conn.execute("UPDATE nodes SET embedded = 1 WHERE rid = ?", (rid,))
+                return sid
+        self.synthesis_rids.append(rid)  # embedded from its text after the run
+        return sid
+
+    def _tags(self, conn: apsw.Connection, rid: int, members: list[int],
+              answer: SynthesisAnswer) -> None:
+        """The members' most frequent and specific tags (count × IDF), plus key entities that
+        are already tags of the namespace."""
+        marks = ",".join("?" * len(members))
+        rows: list[tuple[Any, ...]] = conn.execute(
+            f"SELECT nt.tid, t.name, nt.weight, t.df FROM node_tags nt JOIN tags t "
+            f"ON t.tid = nt.tid WHERE nt.rid IN ({marks})", members).fetchall()
+        count: Counter[int] = Counter(r[0] for r in rows)
+        weight: dict[int, float] = {}
+        for tid, _, w, _ in rows:
+            weight[tid] = max(weight.get(tid, 0.0), float(w))
+        n = max(self.m.live_before, 1)
+        df = {r[0]: max(int(r[3]), 1) for r in rows}
+        ranked = sorted(count, key=lambda t: (-count[t] * np.log1p(n / df[t]), t))
+        chosen = ranked[:self.memory.config.rem.synthesis_max_tags]
+        names = []
+        for entity in answer.key_entities:
+            try:
+                names.append(normalise_tag(entity))
+            except InvalidInput:
+                continue
+        if names:
+            marks = ",".join("?" * len(names))
+            found: list[Any] = conn.execute(f"SELECT tid FROM tags WHERE namespace = ? AND name IN "
+                                       f"({marks})", (self.ns, *names)).fetchall()
+            for (tid,) in found:
+                if tid not in chosen:
+                    chosen.append(tid)
+                    weight.setdefault(tid, 1.0)
+        conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
+                         [(t, rid, weight[t]) for t in chosen])
+        conn.executemany("UPDATE tags SET df = df + 1 WHERE tid = ?", [(t,) for t in chosen])
+
+    def _inherit(self, conn: apsw.Connection, sid: str, ids: list[str]) -> None:
+        """Re-point the members' edges to and from outside the cluster onto the synthesis."""
+        marks = ",".join("?" * len(ids))
+        # A member's own DERIVED_FROM edges (it is an earlier synthesis) stay with it: the new
+        # node derives from the member, which derives from its fragments.
+        out: list[tuple[Any, ...]] = conn.execute(
+            f"SELECT eid, dst, type, weight, context, created_at FROM edges WHERE namespace = ? "
+            f"AND live = 1 AND src IN ({marks}) AND dst NOT IN ({marks}) "
+            f"AND type != 'DERIVED_FROM' ORDER BY eid", (self.ns, *ids, *ids)).fetchall()
+        inbound: list[tuple[Any, ...]] = conn.execute(
+            f"SELECT eid, src, type, weight, context, created_at FROM edges WHERE namespace = ? "
+            f"AND live = 1 AND dst IN ({marks}) AND src NOT IN ({marks}) ORDER BY eid",
+            (self.ns, *ids, *ids)).fetchall()
+        for rows, outward in ((out, True), (inbound, False)):
+            best: dict[tuple[str, str], tuple[Any, ...]] = {}
+            for row in rows:
+                key = (row[1], row[2])
+                if key not in best or row[3] > best[key][3]:
+                    best[key] = row
+            conn.executemany(
+                "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at, "
+                "rem_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(self.ns, sid if outward else other, other if outward else sid, type_, w, ctx,
+                  created, self.run_id) for (other, type_), (_, _, _, w, ctx, created)
+                 in best.items()])
+            conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE eid = ?",
+                             [(self.run_id, row[0]) for row in rows])

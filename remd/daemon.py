@@ -1,0 +1,508 @@
+"""The consolidation daemon behind ``remd serve``.
+
+It watches every namespace of one database file and runs a REM cycle when a trigger fires.
+
+Threads and connections:
+
+- The **main thread** owns the process: signal handlers only set flags (``set_wakeup_fd``
+  wakes the loop), and the loop does the rest — stop, SIGHUP reload, sd_notify watchdog pings.
+- One **scheduler thread** (APScheduler ``BackgroundScheduler`` with a single worker, one
+  interval job, ``max_instances=1``, ``coalesce=True``) calls :meth:`Daemon.tick`. A tick
+  walks the namespaces one after the other, so at most one REM cycle runs at a time in this
+  process; the REM run's own lease in ``rem_runs`` keeps other processes off the namespace.
+  The scheduler keeps one :class:`~remd.memory.Memory` per namespace (one connection each,
+  used only by that thread) and all of them share one embedder.
+- With ``--http``, uvicorn serves the API on its own thread (same process); requests lease
+  their own Memory from a :class:`MemoryPool`, so an agent's read never waits on the
+  daemon's connection, and WAL keeps readers and the REM writer out of each other's way.
+
+Stopping: SIGTERM/SIGINT set the stop event that REM checks between clusters (``should_stop``),
+so a cycle in flight finishes its current cluster, leaves the others untouched and records
+itself as interrupted; the scheduler is then shut down waiting for that, and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import structlog
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from remd.config import Config, load_config
+from remd.embed import Embedder, make_embedder
+from remd.errors import ConfigError, Conflict, DatabaseLocked, RemdError, StoreError
+from remd.ingest import check_namespace
+from remd.logs import configure_logging
+from remd.memory import Memory
+from remd.notify import Notifier
+from remd.rem import ClusterOutcome, RunStatus
+from remd.triggers import TriggerReport, evaluate
+
+log = structlog.get_logger("remd.daemon")
+
+JOB_ID = "remd-tick"
+_MAX_LOOP_WAIT = 5.0  # seconds the main loop sleeps at most between housekeeping checks
+
+
+# -- a pool of Memory objects for the front ends ----------------------------------------------
+class MemoryPool:
+    """Memory objects leased exclusively, one per request, per namespace.
+
+    A Memory serialises its own calls (one connection, one lock), so sharing one between
+    concurrent requests would queue them behind each other; leasing gives each request its own
+    connection, and up to ``keep`` idle ones per namespace are kept for the next requests.
+    All of them share one embedder (loading the model is the expensive part).
+    """
+
+    def __init__(self, db: str | Path, config: Config, *, embedder: Embedder | None,
+                 clock: Callable[[], float] = time.time, keep: int = 4) -> None:
+        self.db = str(db)
+        self.clock = clock
+        self.keep = keep
+        self._config = config
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._free: dict[str, list[Memory]] = {}
+        self._generation = 0
+        self._closed = False
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    @contextlib.contextmanager
+    def lease(self, namespace: str) -> Iterator[Memory]:
+        """A Memory on ``namespace`` for the duration of the block.
+
+        Raises InvalidInput for a bad namespace, StoreError if the file can't be opened.
+        """
+        ns = check_namespace(namespace)
+        with self._lock:
+            free = self._free.get(ns)
+            mem = free.pop() if free else None
+            generation, config, embedder = self._generation, self._config, self._embedder
+        if mem is None:
+            mem = Memory(self.db, ns, config=config, embedder=embedder, clock=self.clock)
+        try:
+            yield mem
+        finally:
+            with self._lock:
+                keep = (not self._closed and generation == self._generation
+                        and len(self._free.setdefault(ns, [])) < self.keep)
+                if keep:
+                    self._free[ns].append(mem)
+            if not keep:
+                mem.close()
+
+    def reconfigure(self, config: Config, embedder: Embedder | None) -> None:
+        """Use ``config`` for new leases; idle Memory objects of the old config are closed
+        (leased ones are closed when they come back)."""
+        with self._lock:
+            self._config, self._embedder = config, embedder
+            self._generation += 1
+            idle = [m for free in self._free.values() for m in free]
+            self._free.clear()
+        for mem in idle:
+            mem.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle = [m for free in self._free.values() for m in free]
+            self._free.clear()
+        for mem in idle:
+            mem.close()
+
+
+def shared_embedder(config: Config) -> Embedder | None:
+    """The configured embedder, loaded once for every Memory of the process (None if off)."""
+    return make_embedder(config.embed)
+
+
+# -- what a tick did ---------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class NamespaceTick:
+    """One namespace at one tick. ``outcome``: quiet (no trigger), ran, interrupted (stop
+    requested mid-cycle), busy (another process is consolidating it), failed."""
+
+    namespace: str
+    fired: tuple[str, ...]
+    outcome: str
+    run_id: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TickReport:
+    now: float
+    namespaces: tuple[NamespaceTick, ...] = ()
+    busy: bool = False  # the previous tick was still running
+    stopped: bool = False  # a stop was requested before every namespace was seen
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return tuple(t.run_id for t in self.namespaces if t.run_id is not None)
+
+
+@dataclass
+class _Signals:
+    """Set by signal handlers (plain assignments only), read by the main loop."""
+
+    stop: bool = False
+    reload: bool = False
+    signame: str = ""
+    previous: dict[int, Any] = field(default_factory=dict)
+
+
+# -- the daemon --------------------------------------------------------------------------------
+class Daemon:
+    """Evaluates the triggers of every namespace and runs REM where one fires.
+
+    ``tick(now)`` is the unit of work (tests call it with explicit times); ``serve()`` runs
+    it on the scheduler until a signal stops the process. Raises ConfigError/StoreError from
+    the constructor when the configuration or the database file can't be used.
+    """
+
+    def __init__(self, db: str | Path, config: Config, *, config_path: str | Path | None = None,
+                 overrides: Mapping[str, Any] | None = None, namespace: str = "default",
+                 clock: Callable[[], float] = time.time, env: Mapping[str, str] | None = None,
+                 embedder: Embedder | None | bool = True,
+                 on_cluster: Callable[[ClusterOutcome], None] | None = None) -> None:
+        self.db = str(db)
+        self.on_cluster = on_cluster  # observer called after each REM cluster (progress)
+        self.config = config
+        self.config_path = config_path
+        self.overrides = dict(overrides or {})
+        self.default_namespace = check_namespace(namespace)
+        self.clock = clock
+        self.env = os.environ if env is None else env
+        self._embedder = shared_embedder(config) if embedder is True else (embedder or None)
+        self._memories: dict[str, Memory] = {}
+        self._stop = threading.Event()
+        self._tick_lock = threading.Lock()
+        self._pending_config: Config | None = None
+        self._signals = _Signals()
+        self._wake_r, self._wake_w = os.pipe()
+        for fd in (self._wake_r, self._wake_w):
+            os.set_blocking(fd, False)
+        self.notifier = Notifier(self.env)
+        self.scheduler: BackgroundScheduler | None = None
+        self.http: Any = None  # remd.http.HttpServer when serving HTTP
+        self.pool: MemoryPool | None = None
+        # Open the file now: a bad path or a newer schema is reported at start, not at a tick.
+        self._memory(self.default_namespace)
+
+    # -- the unit of work ------------------------------------------------------------------
+    def _memory(self, namespace: str) -> Memory:
+        mem = self._memories.get(namespace)
+        if mem is None:
+            mem = Memory(self.db, namespace, config=self.config, embedder=self._embedder,
+                         clock=self.clock)
+            self._memories[namespace] = mem
+        return mem
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that has memories in the file, sorted."""
+        store = self._memory(self.default_namespace).store
+        return [r[0] for r in store.query("SELECT DISTINCT namespace FROM nodes ORDER BY 1")]
+
+    def tick(self, now: float | None = None) -> TickReport:
+        """Evaluate every namespace's triggers at ``now`` (default: the clock) and run REM
+        where one fires, one namespace after the other. Never runs two cycles at once: a tick
+        that finds the previous one still running returns ``busy`` at once.
+
+        Errors of one namespace are logged and do not stop the others.
+        """
+        at = self.clock() if now is None else now
+        if not self._tick_lock.acquire(blocking=False):
+            log.info("tick.skipped", reason="previous tick still running")
+            return TickReport(now=at, busy=True)
+        try:
+            self._apply_pending_config()
+            try:
+                names = self.namespaces()
+            except StoreError as exc:
+                log.warning("tick.failed", error=str(exc))
+                return TickReport(now=at)
+            done: list[NamespaceTick] = []
+            for ns in names:
+                if self._stop.is_set():
+                    break
+                done.append(self._tick_namespace(ns, at))
+            return TickReport(now=at, namespaces=tuple(done),
+                              stopped=len(done) < len(names))
+        finally:
+            self._tick_lock.release()
+
+    def _tick_namespace(self, ns: str, at: float) -> NamespaceTick:
+        mem = self._memory(ns)
+        try:
+            report = evaluate(mem, at)
+        except StoreError as exc:
+            log.warning("triggers.failed", namespace=ns, error=str(exc))
+            return NamespaceTick(namespace=ns, fired=(), outcome="failed", error=str(exc))
+        fired = tuple(r.value for r in report.fired)
+        log.info("triggers.evaluated", namespace=ns, fired=list(fired),
+                 **{c.reason.value: c.value for c in report.checks})
+        if not report.should_run:
+            return NamespaceTick(namespace=ns, fired=fired, outcome="quiet")
+        return self._run(mem, report, at)
+
+    def _run(self, mem: Memory, report: TriggerReport, at: float) -> NamespaceTick:
+        ns = mem.namespace
+        fired = tuple(r.value for r in report.fired)
+        reason = report.fired[0]
+        log.info("rem.started", namespace=ns, trigger=reason.value, fired=list(fired))
+        started = time.perf_counter()
+        try:
+            run = mem.run_rem(trigger=reason, now=at, should_stop=self._stop.is_set,
+                              progress=_ClusterLog(ns, self.on_cluster))
+        except (Conflict, DatabaseLocked) as exc:
+            # Another process is consolidating this namespace (or holds the write lock past
+            # every retry): its turn now, ours at a later tick.
+            log.info("rem.busy", namespace=ns, reason=str(exc))
+            return NamespaceTick(namespace=ns, fired=fired, outcome="busy", error=str(exc))
+        except RemdError as exc:
+            log.error("rem.failed", namespace=ns, error=str(exc), error_type=type(exc).__name__)
+            return NamespaceTick(namespace=ns, fired=fired, outcome="failed", error=str(exc))
+        log.info("cycle.finished", namespace=ns, trigger=reason.value, run_id=run.run_id,
+                 status=run.status.value, flagged=run.flagged, clusters=run.clusters,
+                 synthesised=run.synthesised, skipped=run.skipped,
+                 live_before=run.live_before, live_after=run.live_after,
+                 seconds=round(time.perf_counter() - started, 3), timings=run.timings)
+        outcome = "interrupted" if run.status is RunStatus.INTERRUPTED else "ran"
+        return NamespaceTick(namespace=ns, fired=fired, outcome=outcome, run_id=run.run_id)
+
+    # -- configuration ----------------------------------------------------------------------
+    def reload(self) -> Config | None:
+        """Re-read the config file and environment (SIGHUP). A bad file is logged and the
+        running config kept. Returns the new config, or None when it was refused."""
+        try:
+            config = load_config(self.config_path, env=self.env, overrides=self.overrides)
+        except ConfigError as exc:
+            log.error("config.reload_failed", error=str(exc))
+            return None
+        old = self.config
+        self.config = config
+        d = config.daemon
+        if (d.log_format, d.log_level) != (old.daemon.log_format, old.daemon.log_level):
+            configure_logging(d.log_format, d.log_level)
+        if config.embed != old.embed:
+            self._embedder = shared_embedder(config)
+        # The scheduler thread swaps its Memory objects itself, between two ticks.
+        self._pending_config = config
+        if self.scheduler is not None and d.interval_seconds != old.daemon.interval_seconds:
+            self.scheduler.reschedule_job(JOB_ID, trigger="interval", seconds=d.interval_seconds)
+        if self.pool is not None:
+            self.pool.reconfigure(config, self._embedder)
+        if self.http is not None:
+            self.http.set_token(d.http_token)
+            if d.http != old.daemon.http:
+                log.warning("config.http_unchanged", reason="the listen address changes "
+                            "only on restart", http=old.daemon.http)
+        log.info("config.reloaded", interval_seconds=d.interval_seconds,
+                 config_path=str(self.config_path) if self.config_path else None)
+        return config
+
+    def _apply_pending_config(self) -> None:
+        config, self._pending_config = self._pending_config, None
+        if config is None:
+            return
+        old, self._memories = self._memories, {}
+        for mem in old.values():
+            mem.close()
+
+    # -- running as a service -----------------------------------------------------------------
+    def request_stop(self, signame: str = "") -> None:
+        """Ask the daemon to stop: a REM cycle in flight ends after its current cluster.
+        Safe from any thread (not from a signal handler: those only set flags)."""
+        self._signals.stop = True
+        self._signals.signame = self._signals.signame or signame
+        self._stop.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._wake_w >= 0:
+            with contextlib.suppress(BlockingIOError):  # full pipe: the loop is awake anyway
+                os.write(self._wake_w, b"\0")
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        # Only flags: the wake-up byte is written by Python's C-level handler (set_wakeup_fd).
+        if signum == signal.SIGHUP:
+            self._signals.reload = True
+        else:
+            self._signals.stop = True
+            self._signals.signame = signal.Signals(signum).name
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT stop, SIGHUP reloads. Main thread only."""
+        self._signals.previous[-1] = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            self._signals.previous[sig] = signal.signal(sig, self._on_signal)
+
+    def restore_signal_handlers(self) -> None:
+        previous = self._signals.previous
+        for sig, handler in previous.items():
+            if sig != -1:
+                signal.signal(sig, handler)
+        if -1 in previous:
+            signal.set_wakeup_fd(previous[-1])
+        previous.clear()
+
+    def start(self) -> None:
+        """Start the scheduler (first tick at once) and the HTTP server if configured.
+
+        Raises ConfigError when the HTTP address can't be bound.
+        """
+        d = self.config.daemon
+        if d.http_address is not None:
+            from remd.http import HttpServer, create_app
+
+            self.pool = MemoryPool(self.db, self.config, embedder=self._embedder,
+                                   clock=self.clock, keep=d.http_pool_keep)
+            app = create_app(self.pool, token=d.http_token,
+                             default_namespace=self.default_namespace,
+                             max_body_bytes=d.http_max_body_bytes)
+            self.http = HttpServer(app, *d.http_address)
+            self.http.start()
+            log.info("http.listening", host=self.http.host, port=self.http.port)
+        self.scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(max_workers=1)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+            timezone=UTC)
+        self.scheduler.add_job(self._scheduled_tick, "interval", id=JOB_ID,
+                               seconds=d.interval_seconds, next_run_time=datetime.now(UTC))
+        # A tick that outlasts the interval makes APScheduler skip the next one (max_instances=1,
+        # the point: no pile-up) and log a warning each time; say it once, calmly, ourselves.
+        logging.getLogger("apscheduler.scheduler").addFilter(_skip_max_instances)
+        self.scheduler.add_listener(self._on_skipped, EVENT_JOB_MAX_INSTANCES)
+        self.scheduler.start()
+
+    def _on_skipped(self, event: JobEvent) -> None:
+        log.info("tick.skipped", reason="previous tick still running")
+
+    def _scheduled_tick(self) -> None:
+        report = self.tick()
+        if self.notifier.enabled:
+            self.notifier.status(f"last tick: {len(report.namespaces)} namespace(s), "
+                                 f"{len(report.runs)} REM run(s)")
+
+    def loop(self) -> None:
+        """Wait for signals and requests until a stop; handle reloads and watchdog pings."""
+        while not self._signals.stop:
+            wait = self.notifier.watchdog_seconds or _MAX_LOOP_WAIT
+            with contextlib.suppress(InterruptedError):
+                ready, _, _ = select.select([self._wake_r], [], [], min(wait, _MAX_LOOP_WAIT))
+                if ready:
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(self._wake_r, 512):
+                            pass
+            if self._signals.reload and not self._signals.stop:
+                self._signals.reload = False
+                self.notifier.reloading()
+                self.reload()
+                self.notifier.ready()
+            if self.notifier.watchdog_seconds and self._healthy():
+                self.notifier.watchdog()
+        self._stop.set()
+
+    def _healthy(self) -> bool:
+        """Whether the threads doing the work are alive: no ping for a dead one, so systemd's
+        watchdog restarts the service."""
+        scheduler_ok = self.scheduler is None or self.scheduler.running
+        return scheduler_ok and (self.http is None or self.http.alive)
+
+    def shutdown(self) -> None:
+        """Stop everything started: the REM cycle in flight ends after its current cluster."""
+        self._stop.set()
+        self.notifier.stopping()
+        log.info("daemon.stopping", signal=self._signals.signame or None)
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=True)  # waits for the tick in flight
+            self.scheduler = None
+        if self.http is not None:
+            self.http.stop()
+            self.http = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        self.close()
+
+    def close(self) -> None:
+        for mem in self._memories.values():
+            mem.close()
+        self._memories.clear()
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        # Never close a number twice: the OS may have handed it to another file meanwhile.
+        self._wake_r = self._wake_w = -1
+
+    def serve(self) -> int:
+        """Run until SIGTERM/SIGINT; returns the exit code (0 after a clean stop)."""
+        self.install_signal_handlers()
+        try:
+            self.start()
+            log.info("daemon.ready", db=self.db, pid=os.getpid(),
+                     interval_seconds=self.config.daemon.interval_seconds,
+                     http=f"{self.http.host}:{self.http.port}" if self.http else None)
+            self.notifier.ready(status="watching " + self.db)
+            self.loop()
+        finally:
+            self.shutdown()
+            self.restore_signal_handlers()
+        log.info("daemon.stopped")
+        return 0
+
+
+# -- what the REM engine reports ---------------------------------------------------------------
+def _skip_max_instances(record: logging.LogRecord) -> bool:
+    return "maximum number of running instances reached" not in record.getMessage()
+
+
+class _ClusterLog:
+    """REM progress callback: one event per cluster outcome (ids and counts, never content)."""
+
+    def __init__(self, namespace: str,
+                 observer: Callable[[ClusterOutcome], None] | None = None) -> None:
+        self.namespace = namespace
+        self.observer = observer
+
+    def __call__(self, event: ClusterOutcome) -> None:
+        if event.status == "skipped":
+            log.info("rem.cluster_skipped", namespace=self.namespace, cluster=event.cluster_no,
+                     size=event.size, reason=event.reason, done=event.done, total=event.total)
+        elif event.status == "committed":
+            log.debug("rem.cluster_committed", namespace=self.namespace,
+                      cluster=event.cluster_no, size=event.size,
+                      synthesis_id=event.synthesis_id, done=event.done, total=event.total)
+        if self.observer is not None:
+            self.observer(event)
+
+
+def serve(db: str | Path, *, config_path: str | Path | None, overrides: Mapping[str, Any],
+          namespace: str = "default") -> int:
+    """``remd serve``: load and validate the config, open the file, run until stopped.
+
+    Raises ConfigError/StoreError (exit 1 from the CLI) when either can't be used.
+    """
+    config = load_config(config_path, overrides=overrides)
+    configure_logging(config.daemon.log_format, config.daemon.log_level)
+    daemon = Daemon(db, config, config_path=config_path, overrides=overrides,
+                    namespace=namespace)
+    return daemon.serve()

@@ -1,0 +1,385 @@
+"""The HTTP API for agents that are not written in Python (Starlette, served by uvicorn).
+
+Endpoints (JSON in and out; the namespace is per request: a ``namespace`` field in POST
+bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
+
+- ``POST /v1/memories`` ``{"content", "tags"?, "source"?}`` → 201, the memory
+- ``POST /v1/inject`` ``{"query", "token_budget"}`` → the pack, same shape as
+  ``remd inject --json``
+- ``POST /v1/feedback`` ``{"pack_id", "accepted"}``
+- ``GET /v1/memories/{id}``, ``GET /v1/memories/{id}/history``, ``GET /v1/stats``
+- ``GET /healthz`` (never needs the token)
+
+Errors are ``{"error": {"type", "message"}}`` with 400 (bad input), 401 (token), 404 (unknown
+id), 409 (conflict), 413 (body too large), 422 (body fails the schema), 502 (LLM), 503 (the
+database is locked or unusable). Handlers run the blocking library calls on worker threads,
+each with a Memory leased from the daemon's :class:`~remd.daemon.MemoryPool`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from importlib import metadata
+from typing import Any
+
+import structlog
+import uvicorn
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from remd.daemon import MemoryPool
+from remd.errors import (
+    ConfigError,
+    Conflict,
+    DatabaseLocked,
+    InvalidInput,
+    LLMError,
+    NotFound,
+    RemdError,
+    RollbackRefused,
+    StoreError,
+)
+from remd.exchange import node_to_dict
+from remd.memory import Memory
+
+log = structlog.get_logger("remd.http")
+
+
+# -- request and response models --------------------------------------------------------------
+class _In(BaseModel):
+    # strict: "100" is not a budget and 1 is not a string; unknown fields are refused.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    namespace: str | None = None
+
+
+class MemoryIn(_In):
+    content: str
+    tags: list[str] | None = None
+    source: str | None = None
+
+
+class InjectIn(_In):
+    query: str
+    token_budget: int
+
+
+class FeedbackIn(_In):
+    pack_id: str
+    accepted: bool | float = Field(description="true/false, or a grade in [0, 1]")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MemoryOut(_Out):
+    id: str
+    namespace: str
+    content: str
+    tags: list[str]
+    kind: str
+    status: str
+    created_at: str
+    last_access: str
+    access_count: int
+    confidence: float
+    importance: float
+    source: str | None
+    valid_from: str | None
+    valid_until: str | None
+    deprecated_by: str | None
+    fact_key: str | None
+    fact_value: str | None
+
+
+class PackItemOut(_Out):
+    id: str
+    content: str
+    tokens: int
+    score: float
+    tags: list[str]
+
+
+class PackOut(_Out):
+    pack_id: str
+    budget: int
+    tokens_used: int
+    items: list[PackItemOut]
+
+
+class FeedbackOut(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    pack_id: str
+    accepted: float
+
+
+class StatsOut(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    namespace: str
+    nodes: int
+    live: int
+    schema_version: int
+
+
+class ErrorOut(_Out):
+    error: dict[str, str]
+
+
+# -- errors ----------------------------------------------------------------------------------
+class HttpError(Exception):
+    """An error response decided by the HTTP layer itself (auth, body, routing)."""
+
+    def __init__(self, status: int, kind: str, message: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message, self.headers = status, kind, message, headers
+
+
+_STATUS: tuple[tuple[type[RemdError], int], ...] = (
+    (InvalidInput, 400), (NotFound, 404), (Conflict, 409), (RollbackRefused, 409),
+    (DatabaseLocked, 503), (StoreError, 503), (LLMError, 502), (ConfigError, 500),
+)
+
+
+def status_of(exc: RemdError) -> int:
+    """The HTTP status for a library error (400 for any RemdError not listed)."""
+    return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
+
+
+def _error(status: int, kind: str, message: str,
+           headers: dict[str, str] | None = None) -> JSONResponse:
+    body = ErrorOut(error={"type": kind, "message": message})
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+# -- the app ---------------------------------------------------------------------------------
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _Api:
+    def __init__(self, pool: MemoryPool, token: SecretStr | None, default_namespace: str,
+                 max_body_bytes: int) -> None:
+        self.pool = pool
+        self.token = token
+        self.default_namespace = default_namespace
+        self.max_body_bytes = max_body_bytes
+
+    # -- plumbing ------------------------------------------------------------------------
+    def endpoint(self, fn: Handler, *, auth: bool = True) -> Handler:
+        """Wrap a handler: bearer token, error mapping, one log event per request."""
+
+        async def wrapped(request: Request) -> Response:
+            started = time.perf_counter()
+            try:
+                if auth:
+                    self._check_token(request)
+                response = await fn(request)
+            except HttpError as exc:
+                response = _error(exc.status, exc.kind, exc.message, exc.headers)
+            except RemdError as exc:
+                code = status_of(exc)
+                headers = {"Retry-After": "1"} if isinstance(exc, DatabaseLocked) else None
+                response = _error(code, type(exc).__name__, str(exc).splitlines()[0], headers)
+            log.info("http.request", method=request.method, path=request.url.path,
+                     status=response.status_code,
+                     ms=round((time.perf_counter() - started) * 1000, 2))
+            return response
+
+        return wrapped
+
+    def _check_token(self, request: Request) -> None:
+        token = self.token
+        if token is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        expected = token.get_secret_value().encode("utf-8")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode("utf-8"),
+                                                                 expected):
+            raise HttpError(401, "Unauthorized", "missing or wrong bearer token",
+                            {"WWW-Authenticate": "Bearer"})
+
+    async def _body(self, request: Request, model: type[_In]) -> Any:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise HttpError(413, "PayloadTooLarge",
+                            f"request body is larger than {self.max_body_bytes} bytes")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise HttpError(413, "PayloadTooLarge",
+                                f"request body is larger than {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+        try:
+            data = json.loads(b"".join(chunks).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise HttpError(400, "InvalidJSON", f"request body is not JSON: {exc}") from exc
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "body"
+            # The message names the field, never the caller's value (it may be a memory).
+            raise HttpError(422, "ValidationError", f"{where}: {first['msg']}") from exc
+
+    def _namespace(self, given: str | None) -> str:
+        return self.default_namespace if given is None else given
+
+    async def _call(self, namespace: str, fn: Callable[[Memory], Any]) -> Any:
+        def work() -> Any:
+            with self.pool.lease(namespace) as mem:
+                return fn(mem)
+
+        return await run_in_threadpool(work)
+
+    # -- handlers ------------------------------------------------------------------------
+    async def save(self, request: Request) -> Response:
+        body: MemoryIn = await self._body(request, MemoryIn)
+        node = await self._call(self._namespace(body.namespace),
+                                lambda m: m.save(body.content, body.tags, body.source))
+        out = MemoryOut.model_validate(node_to_dict(node))
+        return JSONResponse(out.model_dump(), status_code=201)
+
+    async def inject(self, request: Request) -> Response:
+        body: InjectIn = await self._body(request, InjectIn)
+        data = await self._call(self._namespace(body.namespace),
+                                lambda m: m.inject(body.query, body.token_budget).to_dict())
+        return JSONResponse(PackOut.model_validate(data).model_dump())
+
+    async def feedback(self, request: Request) -> Response:
+        body: FeedbackIn = await self._body(request, FeedbackIn)
+        data = await self._call(
+            self._namespace(body.namespace),
+            lambda m: asdict(m.feedback(body.pack_id, body.accepted)))
+        return JSONResponse(FeedbackOut.model_validate(data).model_dump())
+
+    async def get(self, request: Request) -> Response:
+        node_id = request.path_params["node_id"]
+        node = await self._call(self._query_ns(request), lambda m: m.get(node_id))
+        return JSONResponse(MemoryOut.model_validate(node_to_dict(node)).model_dump())
+
+    async def history(self, request: Request) -> Response:
+        node_id = request.path_params["node_id"]
+        nodes = await self._call(self._query_ns(request), lambda m: m.history(node_id))
+        return JSONResponse([MemoryOut.model_validate(node_to_dict(n)).model_dump()
+                             for n in nodes])
+
+    async def stats(self, request: Request) -> Response:
+        data = await self._call(self._query_ns(request), lambda m: asdict(m.stats()))
+        return JSONResponse(StatsOut.model_validate(data).model_dump())
+
+    async def health(self, request: Request) -> Response:
+        try:
+            version = await self._call(self.default_namespace,
+                                       lambda m: m.store.schema_version())
+        except StoreError as exc:
+            return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
+        return JSONResponse({"status": "ok", "schema_version": version,
+                             "version": _version()})
+
+    def _query_ns(self, request: Request) -> str:
+        values = request.query_params.getlist("namespace")
+        if len(values) > 1:
+            raise HttpError(400, "InvalidInput", "give at most one namespace")
+        return values[0] if values else self.default_namespace
+
+
+def _version() -> str:
+    try:
+        return metadata.version("remd")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return _error(404, "NotFound", f"no route {request.method} {request.url.path}")
+
+
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    return _error(405, "MethodNotAllowed", f"{request.method} is not allowed here")
+
+
+def create_app(pool: MemoryPool, *, token: SecretStr | None = None,
+               default_namespace: str = "default", max_body_bytes: int = 1_048_576) -> Starlette:
+    """The Starlette app over ``pool``. ``app.state.api.token`` can be swapped at run time."""
+    api = _Api(pool, token, default_namespace, max_body_bytes)
+    e = api.endpoint
+    routes = [
+        Route("/healthz", e(api.health, auth=False), methods=["GET"]),
+        Route("/v1/memories", e(api.save), methods=["POST"]),
+        Route("/v1/memories/{node_id}", e(api.get), methods=["GET"]),
+        Route("/v1/memories/{node_id}/history", e(api.history), methods=["GET"]),
+        Route("/v1/inject", e(api.inject), methods=["POST"]),
+        Route("/v1/feedback", e(api.feedback), methods=["POST"]),
+        Route("/v1/stats", e(api.stats), methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
+    app.state.api = api
+    return app
+
+
+# -- serving it from a thread of the daemon --------------------------------------------------
+class HttpServer:
+    """uvicorn on a thread of this process, on a socket bound up front.
+
+    Binding in the constructor means a taken port or a bad host is reported when the daemon
+    starts (ConfigError), and port 0 gives a free port whose number is known at once.
+    """
+
+    def __init__(self, app: Starlette, host: str, port: int) -> None:
+        self.app = app
+        try:
+            family, kind, proto, _, addr = socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+            self.sock = socket.socket(family, kind, proto)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.sock.bind(addr)
+            self.sock.listen(128)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port}: "
+                              f"{exc.strerror or exc}") from exc
+        self.host, self.port = self.sock.getsockname()[:2]
+        self.server = uvicorn.Server(uvicorn.Config(
+            app, log_config=None, access_log=False, lifespan="off",
+            timeout_graceful_shutdown=5))
+        self._thread: threading.Thread | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def set_token(self, token: SecretStr | None) -> None:
+        self.app.state.api.token = token
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Serve on a daemon thread; returns once uvicorn accepts connections."""
+        self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                        name="remd-http", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ConfigError(f"HTTP server on {self.host}:{self.port} did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        """Finish requests in flight (up to 5 s) and close the socket."""
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with contextlib.suppress(OSError):
+            self.sock.close()

@@ -1,0 +1,725 @@
+"""Inject: the memories that matter for a query, packed into a hard token budget.
+
+The pipeline (every step bounded by configuration, never by the namespace's size):
+
+1. Seeds. Tags are extracted from the query exactly as at write time and matched to the
+   namespace's vocabulary; at most ``max_seed_tags`` are kept, IDF-weighted once the namespace
+   holds ``idf_min_memories`` memories. The ``vector_k`` nearest memories by vector
+   (:mod:`remd.vectors`) are candidates themselves, and the tags of the closest few are extra,
+   weaker seeds, so a paraphrase that shares no tag with its memory still reaches it (MME's
+   cold-start weakness). FTS5 ``bm25()`` hits on the query's words are candidates too.
+2. Propagation. From each activated tag follow at most ``fanout`` (M) highest-weight tag edges
+   (one range scan of ``tag_edges_top``) plus IS_SUBTYPE_OF children, to ``depth`` (D) hops,
+   multiplying by ``decay`` (alpha), the edge weight and the target tag's specificity per hop;
+   keep the best ``beam`` (B) activated tags. Each tag remembers the path that activated it.
+3. Candidates. At most ``per_tag_cap`` live memories per activated tag (``node_tags_top``), at
+   most ``max_candidates`` in all, plus the vector and lexical hits. Never superseded,
+   deprecated, forgotten, expired or other-namespace nodes.
+4. Score. The graph, vector and lexical rankings are fused by weighted reciprocal rank (each
+   source is evidence; none is required), then multiplied by mild recency and importance
+   factors, ``(1 - w) + w * x``, so an old but relevant memory is not crushed.
+5. Pack. Greedy by score with a diversity penalty (the share of an item's tags already carried
+   by chosen items, times ``diversity_penalty``, taken off its score). The budget is hard:
+   ``tokens_used`` is the exact tiktoken count of the items joined by ``separator``; an item that
+   does not fit is skipped, never truncated.
+6. Record. The pack and its items (with score and path) are stored, the items' access counts and
+   last access updated, all in one transaction. :mod:`remd.feedback` learns from it later.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import structlog
+
+from remd import vectors
+from remd.config import InjectConfig
+from remd.embed import EmbedError
+from remd.errors import InvalidInput
+from remd.ids import new_id
+from remd.ingest import check_namespace, check_text
+from remd.models import NodeKind
+from remd.tagging import extract_query_tags
+
+if TYPE_CHECKING:
+    from remd.memory import Memory
+
+log = structlog.get_logger("remd.inject")
+
+DAY = 86400.0
+_SOURCES = ("graph", "vector", "lexical")
+# Words that carry no topic of their own: left out of the FTS5 query (bm25 would give them a
+# small weight anyway, but their long posting lists cost time).
+_STOP_WORDS = """
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had
+has have having he her here hers herself him himself his how i if in into is it its itself just
+me more most my myself no nor not now of off on once only or other our ours ourselves out over
+own same she should so some such than that the their theirs them themselves then there these
+they this those through to too under until up very was we were what when where which while who
+whom why will with would you your yours yourself yourselves s t don ll m re ve d
+"""
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreParts:
+    """Why an item scored what it did."""
+
+    relevance: float  # fused evidence (weighted reciprocal ranks), 1.0 = top of every source
+    graph: float  # tag-graph activation that reached the memory (0: not reached)
+    vector: float  # cosine similarity to the query (0: not among the vector neighbours)
+    lexical: float  # -bm25 of its FTS5 match (0: no lexical hit)
+    recency: float  # multiplier applied
+    importance: float  # multiplier applied
+    diversity: float  # penalty subtracted (share of its tags already in the pack)
+    context: float = 0.0  # score added for being saved next to a strong candidate
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackItem:
+    """One memory of a pack: its saved text verbatim, its exact token count and its story."""
+
+    id: str
+    content: str
+    tokens: int
+    score: float
+    tags: tuple[str, ...]
+    kind: NodeKind
+    created_at: float
+    parts: ScoreParts
+    path: tuple[str, ...] = ()  # seed tag -> ... -> tag that activated it (empty: not via tags)
+    sources: tuple[str, ...] = ()  # which of graph / vector / lexical found it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seed:
+    tag: str
+    weight: float
+    origin: str  # "query" (extracted from the query) or "vector" (tags of a near memory)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pack:
+    """What inject returns. ``text`` is exactly what ``tokens_used`` counts."""
+
+    pack_id: str
+    namespace: str
+    query: str
+    budget: int
+    tokens_used: int
+    items: tuple[PackItem, ...]
+    separator: str = "\n"
+    seeds: tuple[Seed, ...] = ()
+    tags_activated: int = 0
+    memories_touched: int = 0
+
+    @property
+    def text(self) -> str:
+        return self.separator.join(item.content for item in self.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CLI's ``--json`` object (exactly these keys: scripts rely on them)."""
+        return {
+            "pack_id": self.pack_id, "budget": self.budget, "tokens_used": self.tokens_used,
+            "items": [{"id": i.id, "content": i.content, "tokens": i.tokens,
+                       "score": round(i.score, 6), "tags": list(i.tags)} for i in self.items],
+        }
+
+
+def check_budget(budget: object) -> int:
+    """Return the budget if it is a non-negative integer. Raises InvalidInput otherwise."""
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise InvalidInput(f"token budget must be an integer, not {type(budget).__name__}")
+    if budget < 0:
+        raise InvalidInput(f"token budget must be >= 0, not {budget}")
+    return budget
+
+
+@dataclass
+class _Candidate:
+    rid: int
+    graph: float = 0.0
+    vector: float = 0.0
+    lexical: float = 0.0
+    via: int | None = None  # the activated tag that gave the most graph evidence
+    via_act: float = 0.0
+    # filled from nodes:
+    id: str = ""
+    kind: str = ""
+    created_at: float = 0.0
+    importance: float = 0.5
+    tokens: int = 0
+    base: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Walk:
+    """Activated tags: activation, parent in the walk (None for seeds), names."""
+
+    act: dict[int, float] = field(default_factory=dict)
+    parent: dict[int, int | None] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+
+    def path(self, tid: int) -> list[int]:
+        out = [tid]
+        seen = {tid}
+        while (p := self.parent.get(out[-1])) is not None and p not in seen:
+            out.append(p)
+            seen.add(p)
+        return out[::-1]
+
+
+class _Injector:
+    """One inject call: reads in one snapshot, then one write transaction to record the pack."""
+
+    def __init__(self, memory: Memory, namespace: str, now: float) -> None:
+        self.mem = memory
+        self.ns = namespace
+        self.now = now
+        self.cfg: InjectConfig = memory.config.inject
+        self.n = 0  # memories in the namespace (for IDF), set in run()
+        self._specs: dict[int, float] = {}
+        self.edges_read = 0
+
+    # -- seeds ----------------------------------------------------------------------------
+    def _size(self, conn: apsw.Connection) -> int:
+        """Memories in the namespace, for IDF: the vector index's count, else a bounded count.
+
+        An exact count(*) costs O(n) at every inject; IDF only needs the order of magnitude.
+        """
+        cap = 10_000
+        indexed = len(vectors.index_for(self.mem.store, self.ns))
+        if indexed >= cap:
+            return indexed
+        counted = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM nodes WHERE namespace = ? LIMIT ?)",
+            (self.ns, cap)).fetchone()
+        return max(indexed, int(counted[0]) if counted else 0)
+
+    def _spec(self, df: int) -> float:
+        """Specificity in (0, 1]: IDF normalised by the IDF of a tag on one memory."""
+        spec = self._specs.get(df)
+        if spec is None:
+            if self.n < self.cfg.idf_min_memories:
+                spec = 1.0
+            else:
+                top = math.log((self.n + 1) / 1.5)
+                spec = max(0.02, min(1.0, math.log((self.n + 1) / (max(df, 0) + 0.5)) / top))
+            self._specs[df] = spec
+        return spec
+
+    def _query_seeds(self, conn: apsw.Connection, query: str) -> dict[int, tuple[str, float]]:
+        def known(names: list[str]) -> set[str]:
+            if not names:
+                return set()
+            marks = ",".join("?" * len(names))
+            return {str(r[0]) for r in conn.execute(
+                f"SELECT name FROM tags WHERE namespace = ? AND name IN ({marks})",
+                (self.ns, *names))}
+
+        weights = dict(extract_query_tags(query, known=known, max_tags=8))
+        if not weights:
+            return {}
+        marks = ",".join("?" * len(weights))
+        scored = []
+        for tid, name, df in conn.execute(
+                f"SELECT tid, name, df FROM tags WHERE namespace = ? AND name IN ({marks})",
+                (self.ns, *weights)):
+            scored.append((weights[name] * self._spec(int(df)), int(tid), str(name)))
+        scored.sort(key=lambda s: (-s[0], s[2]))
+        return {tid: (name, w) for w, tid, name in scored[: self.cfg.max_seed_tags]}
+
+    def _vector_hits(self, conn: apsw.Connection, query: str) -> list[tuple[int, float]]:
+        if self.cfg.vector_k <= 0:
+            return []
+        embedder = self.mem.embedder
+        if embedder is None:
+            return []
+        try:
+            qvec = embedder.embed([query])[0]
+        except EmbedError as exc:  # inject still works on tags and words
+            log.warning("inject.embed_failed", error=str(exc))
+            return []
+        hits = vectors.knn(self.mem.store, self.ns, qvec, self.cfg.vector_k,
+                           rerank=self.cfg.vector_rerank)
+        return hits
+
+    def _vector_seeds(self, conn: apsw.Connection, near: Sequence[tuple[int, float]],
+                      taken: set[int]) -> dict[int, tuple[str, float]]:
+        cfg = self.cfg
+        near = list(near[: cfg.vector_seed_nodes])
+        if not near or cfg.vector_seed_tags <= 0 or cfg.vector_seed_weight <= 0:
+            return {}
+        top_sim = max(s for _, s in near) or 1.0
+        sims = {rid: max(0.0, s) / top_sim for rid, s in near}
+        marks = ",".join("?" * len(sims))
+        best: dict[int, tuple[str, float]] = {}
+        for rid, tid, weight, name, df in conn.execute(
+                f"SELECT nt.rid, nt.tid, nt.weight, t.name, t.df FROM node_tags nt "
+                f"JOIN tags t ON t.tid = nt.tid WHERE nt.rid IN ({marks})", list(sims)):
+            if tid in taken:
+                continue
+            w = cfg.vector_seed_weight * sims[rid] * float(weight) * self._spec(int(df))
+            if w > best.get(tid, ("", 0.0))[1]:
+                best[tid] = (str(name), w)
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][1], kv[1][0]))
+        return dict(ranked[: cfg.vector_seed_tags])
+
+    # -- propagation ----------------------------------------------------------------------
+    def _propagate(self, conn: apsw.Connection, seeds: dict[int, tuple[str, float]]) -> _Walk:
+        cfg = self.cfg
+        walk = _Walk()
+        seeds = dict(sorted(seeds.items(), key=lambda kv: -kv[1][1])[: cfg.beam])
+        for tid, (name, w) in seeds.items():
+            walk.act[tid], walk.parent[tid], walk.names[tid] = w, None, name
+        subtypes = cfg.subtype_weight > 0 and conn.execute(
+            "SELECT 1 FROM tag_parents tp JOIN tags t ON t.tid = tp.parent "
+            "WHERE t.namespace = ? LIMIT 1", (self.ns,)).fetchone() is not None
+        frontier = sorted(seeds, key=lambda t: -walk.act[t])
+        for _ in range(cfg.depth):
+            # A tag below the beam's floor is trimmed at the end of the hop, and activation
+            # only shrinks along a path (decay, weights and specificity are <= 1): a source
+            # that cannot beat the floor is not expanded, and its edges (strongest first) are
+            # read only while they can. This prunes work, never results.
+            others = sorted((a for t, a in walk.act.items() if walk.parent[t] is not None),
+                            reverse=True)
+            room = cfg.beam - len(seeds)
+            floor = others[room - 1] if 0 < room <= len(others) else 0.0
+            if room <= 0:
+                break
+            improved: dict[int, float] = {}
+            for src in frontier[: cfg.expand_per_hop]:
+                reach = walk.act[src] * cfg.decay
+                if reach <= floor:
+                    break  # the frontier is sorted: no later source can do better
+                rows: list[tuple[Any, ...]] = []
+                for row in conn.execute(
+                        "SELECT e.dst, e.weight, t.name, t.df FROM tag_edges e "
+                        "JOIN tags t ON t.tid = e.dst WHERE e.src = ? "
+                        "ORDER BY e.weight DESC LIMIT ?", (src, cfg.fanout)):
+                    if reach * row[1] <= floor:
+                        break
+                    rows.append(row)
+                if subtypes:
+                    rows += [(c, cfg.subtype_weight, n, d) for c, n, d in conn.execute(
+                        "SELECT tp.child, t.name, t.df FROM tag_parents tp "
+                        "JOIN tags t ON t.tid = tp.child WHERE tp.parent = ? LIMIT ?",
+                        (src, cfg.fanout))]
+                self.edges_read += len(rows)
+                for dst, weight, name, df in rows:
+                    a = reach * weight * self._spec(df)
+                    if a > walk.act.get(dst, 0.0):
+                        walk.act[dst], walk.parent[dst], walk.names[dst] = a, src, name
+                        improved[dst] = a
+            if len(walk.act) > cfg.beam:  # beam: keep the B most activated (seeds first)
+                keep = sorted(walk.act, key=lambda t: (walk.parent[t] is not None,
+                                                       -walk.act[t]))[: cfg.beam]
+                kept = set(keep)
+                for tid in list(walk.act):
+                    if tid not in kept:
+                        del walk.act[tid], walk.parent[tid], walk.names[tid]
+                improved = {t: a for t, a in improved.items() if t in kept}
+            frontier = sorted(improved, key=lambda t: -improved[t])
+            if not frontier:
+                break
+        return walk
+
+    def _graph_candidates(self, conn: apsw.Connection, walk: _Walk,
+                          cands: dict[int, _Candidate]) -> int:
+        """Live memories of the activated tags, best tags first; returns rows read."""
+        cfg = self.cfg
+        read = 0
+        top = max(walk.act.values(), default=0.0)
+        for tid in sorted(walk.act, key=lambda t: -walk.act[t])[: cfg.read_tags]:
+            if len(cands) >= cfg.max_candidates:
+                break
+            act = walk.act[tid]
+            # Weakly activated tags contribute little: read fewer of their memories.
+            cap = max(4, math.ceil(cfg.per_tag_cap * act / top)) if top > 0 else 4
+            for rid, weight in conn.execute(
+                    "SELECT nt.rid, nt.weight FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
+                    "WHERE nt.tid = ? AND n.status = 'live' "
+                    "ORDER BY nt.weight DESC, nt.rid DESC LIMIT ?",
+                    (tid, min(cap, cfg.per_tag_cap))):
+                read += 1
+                c = cands.get(rid)
+                if c is None:
+                    if len(cands) >= cfg.max_candidates:
+                        continue
+                    c = cands[rid] = _Candidate(rid)
+                contribution = act * float(weight)
+                c.graph += contribution
+                if contribution > c.via_act:
+                    c.via, c.via_act = tid, contribution
+        return read
+
+    # -- lexical --------------------------------------------------------------------------
+    def _match_expression(self, conn: apsw.Connection, query: str) -> str | None:
+        """A safe FTS5 MATCH string: the query's rarer words, each quoted, OR-ed.
+
+        Never raw user text: quoting makes every word a plain string token, so FTS5 syntax in
+        the query ("AND", "NEAR(", '"', "*", "col:") cannot reach the parser.
+        """
+        tokenizer = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+        raw = query.encode("utf-8")
+        terms: dict[str, str] = {}
+        tokens: list[Any] = list(tokenizer(raw, apsw.FTS5_TOKENIZE_QUERY, None))
+        for start, end, stem, *_ in tokens:
+            word = raw[start:end].decode("utf-8", "replace")
+            if word.lower() in _STOP or stem in _STOP or stem in terms:
+                continue
+            terms[stem] = word
+            if len(terms) >= self.cfg.fts_max_terms:
+                break
+        if not terms:
+            return None
+        # Document frequency of each word, counted only up to the postings budget (a LIMIT
+        # inside FTS5, no ranking): O(budget) however common the word is.
+        cap = self.cfg.fts_max_postings
+        docs = []
+        for word in terms.values():
+            quoted = '"' + word.replace('"', '""') + '"'
+            row = conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? LIMIT ?)",
+                (quoted, cap + 1)).fetchone()
+            n = int(row[0]) if row else 0
+            if 0 < n <= cap:
+                docs.append((n, quoted))
+        docs.sort()
+        chosen: list[str] = []
+        total = 0
+        for n, quoted in docs:  # rarest first: a common word adds little to bm25, costs much
+            if total + n > cap:
+                break
+            chosen.append(quoted)
+            total += n
+        if not chosen:
+            return None
+        return " OR ".join(chosen)
+
+    def _lexical_hits(self, conn: apsw.Connection, query: str) -> list[tuple[int, float]]:
+        if self.cfg.fts_k <= 0:
+            return []
+        expr = self._match_expression(conn, query)
+        if expr is None:
+            return []
+        try:
+            rows: list[tuple[Any, ...]] = list(conn.execute(
+                "SELECT n.rid, bm25(node_fts) AS s FROM node_fts "
+                "JOIN nodes n ON n.rid = node_fts.rowid "
+                "WHERE node_fts MATCH ? AND n.namespace = ? AND n.status = 'live' "
+                "ORDER BY s LIMIT ?", (expr, self.ns, self.cfg.fts_k)))
+        except apsw.SQLError as exc:  # a tokenizer edge case must not fail the inject
+            log.warning("inject.fts_failed", error=str(exc))
+            return []
+        return [(int(rid), -float(s)) for rid, s in rows]
+
+    # -- scoring --------------------------------------------------------------------------
+    def _load(self, conn: apsw.Connection, cands: dict[int, _Candidate]) -> None:
+        """Keep live, unexpired candidates of this namespace and read what scoring needs."""
+        rids = list(cands)
+        keep: set[int] = set()
+        for start in range(0, len(rids), 500):
+            part = rids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for rid, id_, kind, created, importance, tokens in conn.execute(
+                    f"SELECT rid, id, kind, created_at, importance, tokens FROM nodes "
+                    f"WHERE rid IN ({marks}) AND namespace = ? AND status = 'live' "
+                    f"AND (valid_until IS NULL OR valid_until > ?)",
+                    (*part, self.ns, self.now)):
+                c = cands[rid]
+                c.id, c.kind, c.created_at = id_, kind, float(created)
+                c.importance, c.tokens = float(importance), int(tokens)
+                keep.add(rid)
+        for rid in rids:
+            if rid not in keep:
+                del cands[rid]
+
+    def _score(self, cands: dict[int, _Candidate]) -> None:
+        cfg = self.cfg
+        weights = {"graph": cfg.graph_weight, "vector": cfg.vector_weight,
+                   "lexical": cfg.lexical_weight}
+        total = sum(weights.values()) or 1.0
+        evidence: dict[str, dict[int, float]] = {}
+        for src in _SOURCES:
+            values = {c.rid: getattr(c, src) for c in cands.values() if getattr(c, src) > 0}
+            if cfg.fusion == "score":  # each source's values over its best: in (0, 1]
+                top = max(values.values(), default=1.0)
+                evidence[src] = {rid: v / top for rid, v in values.items()}
+                continue
+            if cfg.fusion == "minmax":
+                top = max(values.values(), default=1.0)
+                low = min(values.values(), default=0.0)
+                span = (top - low) or 1.0
+                evidence[src] = {rid: 0.05 + 0.95 * (v - low) / span
+                                 for rid, v in values.items()}
+                continue
+            # Reciprocal rank, 1.0 at rank 1. Competition ranking: ties (many memories on
+            # one tag) share the better rank.
+            first: dict[float, int] = {}
+            for i, v in enumerate(sorted(values.values(), reverse=True)):
+                first.setdefault(v, i + 1)
+            k = cfg.fusion_k
+            evidence[src] = {rid: (k + 1) / (k + first[v]) for rid, v in values.items()}
+        half_life = cfg.recency_half_life_days * DAY
+        for c in cands.values():
+            rel = sum(weights[s] * evidence[s].get(c.rid, 0.0) for s in _SOURCES) / total
+            age = max(0.0, self.now - c.created_at)
+            recency = (1 - cfg.recency_weight) + cfg.recency_weight * 0.5 ** (age / half_life)
+            importance = (1 - cfg.importance_weight) + cfg.importance_weight * min(
+                1.0, max(0.0, c.importance))
+            c.base = rel * recency * importance
+            c.parts = {"relevance": rel, "recency": recency, "importance": importance,
+                       "context": 0.0}
+
+    def _context(self, conn: apsw.Connection, cands: dict[int, _Candidate]) -> int:
+        """Give the memories saved just before and after the best candidates a share of
+        their score; returns how many rows were read.
+
+        Memories saved together (turns of one conversation) explain each other: the answer
+        to "what did Melanie paint?" is often the turn after the one that matches the words.
+        Two index seeks per source candidate, ``context_from`` sources at most.
+        """
+        cfg = self.cfg
+        if cfg.context_weight <= 0 or cfg.context_from <= 0:
+            return 0
+        top = sorted(cands.values(), key=lambda c: (-c.base, c.rid))[: cfg.context_from]
+        boost: dict[int, float] = {}
+        read = 0
+        for c in top:
+            for op, order in (("<", "DESC"), (">", "ASC")):
+                row = conn.execute(
+                    f"SELECT rid, created_at FROM nodes WHERE namespace = ? AND status = 'live' "
+                    f"AND rid {op} ? ORDER BY rid {order} LIMIT 1", (self.ns, c.rid)).fetchone()
+                read += 1
+                if row is None or abs(float(row[1]) - c.created_at) > cfg.context_window:
+                    continue
+                rid = int(row[0])
+                boost[rid] = max(boost.get(rid, 0.0), cfg.context_weight * c.base)
+        fresh = {rid: _Candidate(rid) for rid in boost if rid not in cands}
+        self._load(conn, fresh)
+        if fresh:
+            self._score(fresh)  # no evidence of their own: multipliers only
+        cands.update(fresh)
+        for rid, extra in boost.items():
+            near = cands.get(rid)
+            if near is not None:
+                near.base += extra
+                near.parts["context"] = extra
+        return read
+
+    # -- packing --------------------------------------------------------------------------
+    def _tag_sets(self, conn: apsw.Connection, rids: Sequence[int]) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {rid: set() for rid in rids}
+        for start in range(0, len(rids), 500):
+            part = rids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for rid, tid in conn.execute(
+                    f"SELECT rid, tid FROM node_tags WHERE rid IN ({marks})", list(part)):
+                out[rid].add(tid)
+        return out
+
+    def _pack(self, conn: apsw.Connection, cands: dict[int, _Candidate], budget: int,
+              sep_tokens: int) -> list[tuple[_Candidate, float, float]]:
+        """Lazy greedy: (candidate, final score, diversity penalty) in pack order.
+
+        The penalty of an item only grows as items are chosen, so a popped item whose refreshed
+        score still beats the next stored one is the true best (the CELF trick).
+        """
+        ranked = sorted((c for c in cands.values() if c.tokens <= budget and c.base > 0),
+                        key=lambda c: (-c.base, c.rid))
+        # The penalty takes at most diversity_penalty off a score, so items far down the
+        # ranking are never chosen: consider what could fill the budget three times over.
+        pool: list[_Candidate] = []
+        room = 3 * budget
+        for c in ranked[: self.cfg.pool]:
+            if room <= 0 and len(pool) >= 32:
+                break
+            pool.append(c)
+            room -= c.tokens
+        tags = self._tag_sets(conn, [c.rid for c in pool])
+        penalty_w = self.cfg.diversity_penalty
+        chosen_tags: set[int] = set()
+        heap = [(-c.base, c.rid, 0, c) for c in pool]
+        heapq.heapify(heap)
+        out: list[tuple[_Candidate, float, float]] = []
+        used = 0
+        stamp = 0  # chosen-count when an entry's score was last refreshed
+        while heap:
+            neg, rid, at, c = heapq.heappop(heap)
+            cost = c.tokens + (sep_tokens if out else 0)
+            if used + cost > budget:
+                continue  # skipped, never truncated
+            if at != stamp:
+                mine = tags[rid]
+                overlap = len(mine & chosen_tags) / len(mine) if mine else 0.0
+                score = c.base * (1.0 - penalty_w * overlap)
+                heapq.heappush(heap, (-score, rid, stamp, c))
+                continue
+            score = -neg
+            out.append((c, score, c.base - score))
+            used += cost
+            chosen_tags |= tags[rid]
+            stamp += 1
+        return out
+
+    # -- the call -------------------------------------------------------------------------
+    def run(self, query: str, budget: int) -> Pack:
+        cfg = self.cfg
+        counter = self.mem.counter
+        picked: list[tuple[_Candidate, float, float]] = []
+        walk = _Walk()
+        seeds: list[Seed] = []
+        touched = 0
+        contents: dict[int, str] = {}
+        names: dict[int, tuple[str, ...]] = {}
+        if budget > 0:
+            with self.mem.store.snapshot() as conn:
+                near = self._vector_hits(conn, query)  # refreshes the vector index first
+                self.n = self._size(conn)
+                qseeds = self._query_seeds(conn, query)
+                cands: dict[int, _Candidate] = {}
+                live_near = self._live(conn, [r for r, _ in near])
+                near = [(r, s) for r, s in near if r in live_near][: cfg.vector_k]
+                vseeds = self._vector_seeds(conn, near, set(qseeds))
+                seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
+                seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]
+                walk = self._propagate(conn, {**qseeds, **vseeds})
+                touched = self._graph_candidates(conn, walk, cands)
+                for rid, sim in near:
+                    cands.setdefault(rid, _Candidate(rid)).vector = max(sim, 1e-9)
+                for rid, score in self._lexical_hits(conn, query):
+                    cands.setdefault(rid, _Candidate(rid)).lexical = max(score, 1e-9)
+                touched += len(near) + len(cands)
+                self._load(conn, cands)
+                self._score(cands)
+                touched += self._context(conn, cands)
+                sep_tokens = counter.count(cfg.separator) if cfg.separator else 0
+                picked = self._pack(conn, cands, budget, sep_tokens)
+                contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
+        picked, texts, used = self._fit(picked, contents, budget)
+        counts = self.mem.counter.count_many([texts[c.rid] for c, _, _ in picked])
+        items = tuple(self._item(c, score, penalty, texts[c.rid], n, names.get(c.rid, ()), walk)
+                      for (c, score, penalty), n in zip(picked, counts, strict=True))
+        pack = Pack(pack_id=new_id(), namespace=self.ns, query=query, budget=budget,
+                    tokens_used=used, items=items, separator=cfg.separator, seeds=tuple(seeds),
+                    tags_activated=len(walk.act), memories_touched=touched)
+        self._record(pack, picked, walk)
+        return pack
+
+    def _live(self, conn: apsw.Connection, rids: Sequence[int]) -> set[int]:
+        if not rids:
+            return set()
+        marks = ",".join("?" * len(rids))
+        return {int(r[0]) for r in conn.execute(
+            f"SELECT rid FROM nodes WHERE rid IN ({marks}) AND namespace = ? "
+            f"AND status = 'live'", (*rids, self.ns))}
+
+    def _texts(self, conn: apsw.Connection, rids: Sequence[int]
+               ) -> tuple[dict[int, str], dict[int, tuple[str, ...]]]:
+        if not rids:
+            return {}, {}
+        marks = ",".join("?" * len(rids))
+        contents = {int(r): str(t) for r, t in conn.execute(
+            f"SELECT rid, content FROM nodes WHERE rid IN ({marks})", list(rids))}
+        names: dict[int, list[str]] = {rid: [] for rid in rids}
+        for rid, name in conn.execute(
+                f"SELECT nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
+                f"WHERE nt.rid IN ({marks}) ORDER BY nt.rid, t.name", list(rids)):
+            names[rid].append(str(name))
+        return contents, {rid: tuple(v) for rid, v in names.items()}
+
+    def _fit(self, picked: list[tuple[_Candidate, float, float]], contents: dict[int, str],
+             budget: int) -> tuple[list[tuple[_Candidate, float, float]], dict[int, str], int]:
+        """Count the joined text exactly; drop the weakest items until it fits the budget.
+
+        The packer adds item counts plus separator counts; BPE over the joined text usually
+        gives the same or fewer tokens, but that is not guaranteed, so the exact count decides.
+        """
+        counter = self.mem.counter
+        sep = self.cfg.separator
+        picked = [p for p in picked if p[0].rid in contents]
+        while picked:
+            used = counter.count(sep.join(contents[c.rid] for c, _, _ in picked))
+            if used <= budget:
+                return picked, contents, used
+            weakest = min(range(len(picked)), key=lambda i: picked[i][1])
+            del picked[weakest]
+        return [], contents, 0
+
+    def _item(self, c: _Candidate, score: float, penalty: float, content: str, tokens: int,
+              tags: tuple[str, ...], walk: _Walk) -> PackItem:
+        path = tuple(walk.names.get(t, str(t)) for t in walk.path(c.via)) if c.via else ()
+        sources = tuple(s for s in _SOURCES if getattr(c, s) > 0)
+        parts = ScoreParts(relevance=c.parts["relevance"], graph=c.graph, vector=c.vector,
+                           lexical=c.lexical, recency=c.parts["recency"],
+                           importance=c.parts["importance"], diversity=penalty,
+                           context=c.parts.get("context", 0.0))
+        return PackItem(id=c.id, content=content, tokens=tokens,
+                        score=score, tags=tags, kind=NodeKind(c.kind), created_at=c.created_at,
+                        parts=parts, path=path, sources=sources)
+
+    def _record(self, pack: Pack, picked: Sequence[tuple[_Candidate, float, float]],
+                walk: _Walk) -> None:
+        """One transaction: the pack, its items, and the items' access bookkeeping."""
+        with self.mem.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO packs (pack_id, namespace, query, budget, tokens_used, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (pack.pack_id, self.ns, pack.query, pack.budget, pack.tokens_used, self.now))
+            rows = []
+            for rank, ((c, score, _), item) in enumerate(zip(picked, pack.items, strict=True)):
+                path = walk.path(c.via) if c.via else []
+                rows.append((pack.pack_id, rank, c.rid, score, item.tokens, c.importance,
+                             json.dumps(path)))
+            conn.executemany(
+                "INSERT INTO pack_items (pack_id, rank, rid, score, tokens, importance, path) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            conn.executemany(
+                "UPDATE nodes SET access_count = access_count + 1, "
+                "last_access = max(last_access, ?) WHERE rid = ?",
+                [(self.now, c.rid) for c, _, _ in picked])
+            conn.executemany(
+                "INSERT INTO access_log (rid, namespace, at, pack_id) VALUES (?, ?, ?, ?)",
+                [(c.rid, self.ns, self.now, pack.pack_id) for c, _, _ in picked])
+
+
+def inject(memory: Memory, query: str, token_budget: int, *,
+           namespace: str | None = None) -> Pack:
+    """The pack of memories that matter for ``query``, within ``token_budget`` tokens.
+
+    A budget too small for any item gives an empty pack (still recorded). Raises InvalidInput
+    for an empty or oversized query, a negative or non-integer budget or a bad namespace;
+    StoreError if the file can't be read or written.
+    """
+    ns = memory.namespace if namespace is None else check_namespace(namespace)
+    text = check_text(query, memory.config.store.max_content_chars)
+    budget = check_budget(token_budget)
+    return _Injector(memory, ns, memory.clock()).run(text, budget)
+
+
+def explain(pack: Pack) -> Iterable[str]:
+    """Human-readable lines: one block per item with its score parts and activation path."""
+    yield (f"pack {pack.pack_id}: {len(pack.items)} item(s), {pack.tokens_used}/{pack.budget} "
+           f"tokens; {pack.tags_activated} tags activated, {pack.memories_touched} memories "
+           f"touched")
+    if pack.seeds:
+        yield "seeds: " + ", ".join(f"{s.tag} ({s.origin} {s.weight:.2f})" for s in pack.seeds)
+    for rank, item in enumerate(pack.items, 1):
+        p = item.parts
+        yield (f"{rank}. {item.id} score {item.score:.4f} = relevance {p.relevance:.4f} "
+               f"x recency {p.recency:.3f} x importance {p.importance:.3f} "
+               f"+ context {p.context:.4f} - diversity {p.diversity:.4f}")
+        yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
+               f"{p.vector:.3f}, lexical {p.lexical:.3f}; path "
+               f"{' -> '.join(item.path) if item.path else '-'}; {item.tokens} tokens")
+        flat = " ".join(item.content.split())
+        yield "   " + (flat if len(flat) <= 100 else flat[:99] + "…")

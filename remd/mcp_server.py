@@ -1,0 +1,148 @@
+"""``remd mcp``: the memory as MCP tools over stdio (official ``mcp`` SDK, ``MCPServer``).
+
+Tools: ``save_memory``, ``inject_memories`` (token-budgeted pack), ``memory_feedback``,
+``memory_history`` (the SUPERSEDES chain) and ``find_contradictions`` (memories linked by live
+CONTRADICTS edges, optionally about a topic). Every tool takes an optional ``namespace``;
+without it the server's ``--namespace`` is used. Results are JSON objects (structured
+content), with the same fields as the CLI's ``--json`` output.
+
+The SDK runs these synchronous tools on worker threads; each call leases its own Memory from a
+:class:`~remd.daemon.MemoryPool`. stdout carries the protocol, so logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from remd.config import Config
+from remd.daemon import MemoryPool, shared_embedder
+from remd.errors import InvalidInput, RemdError
+from remd.exchange import node_to_dict
+from remd.logs import configure_logging
+from remd.memory import Memory
+from remd.tagging import extract_query_tags
+
+INSTRUCTIONS = """Long-term memory (remd). Save durable facts and observations with save_memory;
+before answering, call inject_memories with the user's request and a token budget, then
+report with memory_feedback whether the pack helped. memory_history shows how a fact changed;
+find_contradictions lists memories that disagree."""
+
+MAX_CONTRADICTIONS = 200
+
+
+def find_contradictions(mem: Memory, topic: str | None = None, memory_id: str | None = None,
+                        limit: int = 20) -> list[dict[str, Any]]:
+    """Pairs of live memories joined by a live CONTRADICTS edge, newest edge first.
+
+    ``topic`` keeps the pairs where either memory carries one of the topic's tags or contains
+    one of its words; ``memory_id`` keeps the pairs touching that memory. Raises NotFound for
+    an unknown ``memory_id``, InvalidInput for a bad limit or topic.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not (
+            1 <= limit <= MAX_CONTRADICTIONS):
+        raise InvalidInput(f"limit must be an integer in 1..{MAX_CONTRADICTIONS}, not {limit!r}")
+    if memory_id is not None:
+        mem.get(memory_id)
+    rows = mem.store.query(
+        "SELECT e.src, e.dst, e.weight, e.context FROM edges e "
+        "JOIN nodes a ON a.id = e.src AND a.namespace = e.namespace AND a.status = 'live' "
+        "JOIN nodes b ON b.id = e.dst AND b.namespace = e.namespace AND b.status = 'live' "
+        "WHERE e.namespace = ? AND e.type = 'CONTRADICTS' AND e.live = 1 "
+        "AND (? IS NULL OR e.src = ? OR e.dst = ?) ORDER BY e.created_at DESC, e.eid DESC",
+        (mem.namespace, memory_id, memory_id, memory_id))
+    tags: set[str] = set()
+    words: set[str] = set()
+    if topic is not None:
+        if not isinstance(topic, str) or not topic.strip():
+            raise InvalidInput("topic must be a non-empty string")
+        tags = {t for t, _ in extract_query_tags(topic)}
+        words = {w for w in topic.lower().split() if len(w) > 2}
+    out: list[dict[str, Any]] = []
+    for src, dst, weight, context in rows:
+        a, b = mem.get(src), mem.get(dst)
+        if topic is not None and not any(
+                tags.intersection(n.tags) or any(w in n.content.lower() for w in words)
+                for n in (a, b)):
+            continue
+        out.append({"memory": node_to_dict(a), "contradicts": node_to_dict(b),
+                    "weight": weight, "context": context})
+        if len(out) >= limit:
+            break
+    return out
+
+
+def build_server(pool: MemoryPool, default_namespace: str = "default") -> MCPServer:
+    """The MCP server with remd's tools over ``pool``."""
+    server = MCPServer("remd", instructions=INSTRUCTIONS)
+
+    def call(namespace: str | None, fn: Callable[[Memory], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            with pool.lease(default_namespace if namespace is None else namespace) as mem:
+                return fn(mem)
+        except RemdError as exc:
+            # An anticipated failure: the model reads the one-line message.
+            raise ToolError(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
+
+    @server.tool()
+    def save_memory(content: str, tags: list[str] | None = None, source: str | None = None,
+                    namespace: str | None = None) -> dict[str, Any]:
+        """Save one memory (a fact, preference, decision or observation worth keeping).
+        Returns the stored memory with its id and extracted tags."""
+        return call(namespace, lambda m: node_to_dict(m.save(content, tags, source)))
+
+    @server.tool()
+    def inject_memories(query: str, token_budget: int,
+                        namespace: str | None = None) -> dict[str, Any]:
+        """The memories relevant to `query`, packed within `token_budget` tokens (a hard
+        limit). Returns {pack_id, budget, tokens_used, items: [{id, content, tokens, score,
+        tags}]}; pass pack_id to memory_feedback."""
+        return call(namespace, lambda m: m.inject(query, token_budget).to_dict())
+
+    @server.tool()
+    def memory_feedback(pack_id: str, accepted: bool,
+                        namespace: str | None = None) -> dict[str, Any]:
+        """Tell remd whether the pack from inject_memories helped (true) or not (false);
+        remd strengthens or weakens the associations that found it. Once per pack."""
+        return call(namespace, lambda m: asdict(m.feedback(pack_id, accepted)))
+
+    @server.tool()
+    def memory_history(memory_id: str, namespace: str | None = None) -> dict[str, Any]:
+        """How a fact changed: the memories of its SUPERSEDES chain, oldest first (stale
+        values are marked status "superseded")."""
+        return call(namespace, lambda m: {
+            "memories": [node_to_dict(n) for n in m.history(memory_id)]})
+
+    @server.tool(name="find_contradictions")
+    def find_contradictions_tool(topic: str | None = None, memory_id: str | None = None,
+                                 limit: int = 20,
+                                 namespace: str | None = None) -> dict[str, Any]:
+        """Live memories that contradict each other, optionally about `topic` or touching
+        `memory_id`, newest first."""
+        return call(namespace, lambda m: {
+            "contradictions": find_contradictions(m, topic, memory_id, limit)})
+
+    return server
+
+
+def run_stdio(db: str | Path, config: Config, namespace: str = "default") -> int:
+    """``remd mcp``: serve the tools on stdin/stdout until the client closes the pipe.
+
+    Raises StoreError/ConfigError before serving when the file or config can't be used.
+    """
+    configure_logging(config.daemon.log_format, config.daemon.log_level, stream=sys.stderr)
+    # Open the file once up front, so a bad path fails here with a one-line error.
+    Memory(db, namespace, config=config, embedder=None).close()
+    pool = MemoryPool(db, config, embedder=shared_embedder(config),
+                      keep=config.daemon.http_pool_keep)
+    try:
+        build_server(pool, namespace).run("stdio")
+    finally:
+        pool.close()
+    return 0

@@ -1,0 +1,564 @@
+"""The REM cycle: flag weak memories, cluster them, distil each cluster into one synthesis node.
+
+A run (:func:`run_rem`):
+
+1. refreshes importance at ``now`` (:mod:`remd.importance`) and flags live memories older than
+   ``rem.min_age_days`` whose importance is < τ or whose confidence is low (fact nodes are left
+   alone unless ``rem.consolidate_facts``: a folded fact could no longer be superseded);
+2. clusters them (:mod:`remd.cluster`);
+3. asks the synthesiser for each cluster (LLM calls run on ``llm.concurrency`` threads, outside
+   any transaction); an error, or an answer that keeps too few of the members' names and
+   numbers, skips the cluster and its members stay live;
+4. commits each cluster in ONE transaction (:mod:`remd.consolidate`): the synthesis node (FTS
+   row, tags, vector: by default the normalised mean of its members' vectors), DERIVED_FROM
+   edges to its members, the members' outside edges re-pointed to it (the old edge is retired,
+   never rewritten, and a copy inserted; duplicates keep the highest weight), the members
+   soft-deprecated, the rem_clusters row with what the members were before, the run's counters
+   and the lease heartbeat. A crash loses at most the cluster in flight.
+5. with ``rem.synthesis_vector = "embed"``, embeds the new synthesis texts in one batch at the
+   end instead (a crash leaves them in the embedding backlog).
+
+Only one run per namespace at a time: a lease row in ``remd_meta`` (pid, host, heartbeat) is
+taken inside ``BEGIN IMMEDIATE``; a ``running`` run whose process is gone (or whose heartbeat is
+older than ``rem.lease_seconds``) is marked ``interrupted`` by the next one, and its committed
+clusters stay valid and can be rolled back.
+
+:func:`rollback` undoes a run exactly; see its docstring for what "exactly" covers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import numpy as np
+import structlog
+
+from remd.cluster import Cluster, build_clusters
+from remd.config import Config
+from remd.consolidate import Answer, ClusterWriter, Job, Members
+from remd.errors import Conflict, InvalidInput, LLMError, NotFound, RollbackRefused
+from remd.ids import new_id
+from remd.importance import DAY, NamespaceScores, compute_importance, store_importance
+from remd.llm import LLMClient
+from remd.models import TriggerReason
+from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, Synthesiser
+
+if TYPE_CHECKING:
+    from remd.memory import Memory
+
+log = structlog.get_logger("remd.rem")
+
+PREVIEW_CHARS = 80
+_CHUNK = 500  # ids per IN (...) list
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled_back"
+    DRY_RUN = "dry_run"  # a plan only: nothing was written
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberPreview:
+    id: str
+    preview: str
+    importance: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedCluster:
+    cluster_no: int
+    coherence: float
+    members: tuple[MemberPreview, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterOutcome:
+    """What the progress callback receives after each cluster."""
+
+    cluster_no: int
+    done: int
+    total: int
+    status: str  # committed | skipped
+    size: int
+    synthesis_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemRun:
+    """One REM run (or, with ``dry_run``, the plan of one)."""
+
+    run_id: str | None
+    namespace: str
+    status: RunStatus
+    trigger: str | None
+    flagged: int
+    clusters: int
+    synthesised: int
+    skipped: int
+    live_before: int
+    live_after: int
+    synthesiser: str
+    model: str
+    prompt_version: str
+    started_at: float
+    finished_at: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    plan: tuple[PlannedCluster, ...] = ()
+
+    @property
+    def dry_run(self) -> bool:
+        return self.status is RunStatus.DRY_RUN
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["status"] = self.status.value
+        out["dry_run"] = self.dry_run
+        if not self.dry_run:
+            del out["plan"]
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class RollbackResult:
+    run_id: str
+    members_restored: int
+    synthesis_removed: int
+    edges_removed: int
+    edges_restored: int
+
+
+def make_synthesiser(config: Config) -> Synthesiser:
+    """The LLM synthesiser when ``llm.base_url`` is set, else the offline extractive one."""
+    if config.llm.base_url is None:
+        return OfflineSynthesiser()
+    return LLMSynthesiser(LLMClient(config.llm))
+
+
+# -- planning ------------------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class _Plan:
+    scores: NamespaceScores
+    flagged: list[int]  # indices into scores
+    clusters: list[Cluster]  # member indices into ``flagged``
+    content: dict[int, str]  # rid -> content
+    live_before: int
+    unembedded: int
+    timings: dict[str, float]
+    vectors: np.ndarray  # one unit row per flagged memory
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start:start + _CHUNK]
+
+
+def _vectors(memory: Memory, rids: Sequence[int]) -> dict[int, np.ndarray]:
+    """The stored float32 vectors of ``rids``. node_vec_bit (migration 0002) holds the same
+    vectors as node_vec in a rowid table, read by B-tree seeks; vec0 reads one rowid at ~0.2 ms
+    (it walks its chunk blobs), which would cost seconds for 10k flagged memories."""
+    has_bit = memory.store.scalar(
+        "SELECT count(*) FROM sqlite_master WHERE name = 'node_vec_bit'")
+    sql = ("SELECT rid, vec FROM node_vec_bit WHERE rid IN ({})" if has_bit
+           else "SELECT rowid, embedding FROM node_vec WHERE rowid IN ({})")
+    out: dict[int, np.ndarray] = {}
+    for part in _chunks(rids):
+        for rid, blob in memory.store.query(sql.format(",".join("?" * len(part))), list(part)):
+            out[int(rid)] = np.frombuffer(blob, np.float32)
+    return out
+
+
+def _plan(memory: Memory, now: float, *, write: bool) -> _Plan:
+    cfg = memory.config
+    ns = memory.namespace
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    scores = compute_importance(memory, now)
+    if write:
+        store_importance(memory, scores)
+    timings["importance"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    s = scores.scores
+    weak = (s.importance < cfg.rem.tau) | (s.confidence < cfg.importance.low_confidence)
+    old = scores.created_at <= now - cfg.rem.min_age_days * DAY
+    kinds = np.asarray(scores.kinds, dtype=object)
+    allowed = np.ones(len(scores), bool) if cfg.rem.consolidate_facts else kinds != "fact"
+    candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]
+    rids = [int(scores.rids[i]) for i in candidates]
+    vectors = _vectors(memory, rids)
+    missing = [r for r in rids if r not in vectors]
+    if missing and memory.embedder is not None:
+        if write:
+            memory.embed_pending(rids=missing)
+            vectors.update(_vectors(memory, missing))
+        else:  # a dry run writes nothing: embed in memory only
+            texts = dict(_content(memory, missing))
+            for rid, vec in zip(missing, memory.embedder.embed([texts[r] for r in missing]),
+                                strict=True):
+                vectors[rid] = vec
+    flagged = [i for i, r in zip(candidates, rids, strict=True) if r in vectors]
+    flagged_rids = [int(scores.rids[i]) for i in flagged]
+    content = dict(_content(memory, flagged_rids))
+    position = {rid: k for k, rid in enumerate(flagged_rids)}
+    tags: list[list[int]] = [[] for _ in flagged]
+    for part in _chunks(flagged_rids):
+        marks = ",".join("?" * len(part))
+        for tid, rid in memory.store.query(
+                f"SELECT tid, rid FROM node_tags WHERE rid IN ({marks})", list(part)):
+            tags[position[rid]].append(int(tid))
+    tag_df = dict(memory.store.query(
+        "SELECT nt.tid, count(*) FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
+        "WHERE n.namespace = ? AND n.status = 'live' GROUP BY nt.tid", (ns,)))
+    by_id = {scores.ids[i]: k for k, i in enumerate(flagged)}
+    edges = [(by_id[a], by_id[b]) for a, b in memory.store.query(
+        "SELECT src, dst FROM edges WHERE namespace = ? AND live = 1", (ns,))
+        if a in by_id and b in by_id]
+    timings["flag"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    matrix = (np.vstack([vectors[r] for r in flagged_rids]) if flagged_rids
+              else np.zeros((0, 384), np.float32))
+    result = build_clusters(matrix, tags, [len(content[r]) for r in flagged_rids],
+                            tag_df=tag_df, live_count=len(scores), config=cfg.rem, edges=edges)
+    timings["cluster"] = time.perf_counter() - t0
+    return _Plan(scores=scores, flagged=flagged, clusters=list(result.clusters),
+                 content=content, live_before=len(scores), unembedded=len(candidates) -
+                 len(flagged), timings=timings, vectors=matrix)
+
+
+def _content(memory: Memory, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
+    for part in _chunks(rids):
+        marks = ",".join("?" * len(part))
+        yield from memory.store.query(
+            f"SELECT rid, content FROM nodes WHERE rid IN ({marks})", list(part))
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS - 1] + "…"
+
+
+# -- the lease -----------------------------------------------------------------------------------
+def _lease_key(namespace: str) -> str:
+    return f"rem_lease:{namespace}"
+
+
+def _alive(lease: dict[str, Any], now: float, lease_seconds: float) -> bool:
+    """Whether the process holding a lease may still be running its REM run."""
+    if now - float(lease.get("heartbeat", 0.0)) > lease_seconds:
+        return False
+    if lease.get("host") != socket.gethostname():
+        return True  # can't see its processes: trust the heartbeat
+    try:
+        os.kill(int(lease.get("pid", 0)), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def _read_lease(conn: apsw.Connection, namespace: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT value FROM remd_meta WHERE key = ?",
+                       (_lease_key(namespace),)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def _write_lease(conn: apsw.Connection, namespace: str, run_id: str, at: float) -> None:
+    value = json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
+                        "heartbeat": at})
+    conn.execute("INSERT INTO remd_meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                 "DO UPDATE SET value = excluded.value", (_lease_key(namespace), value))
+
+
+def _start(memory: Memory, run_id: str, at: float, trigger: str,
+           synth: Synthesiser) -> None:
+    """Insert the run row and take the lease. Raises Conflict if another run is alive."""
+    ns = memory.namespace
+    with memory.store.transaction() as conn:
+        lease = _read_lease(conn, ns)
+        running = [r[0] for r in conn.execute(
+            "SELECT run_id FROM rem_runs WHERE namespace = ? AND status = 'running'", (ns,))]
+        wall = memory.clock()
+        if lease and lease.get("run_id") in running and _alive(
+                lease, wall, memory.config.rem.lease_seconds):
+            raise Conflict(f"REM run {lease['run_id']} is already running in namespace {ns!r} "
+                           f"(pid {lease.get('pid')} on {lease.get('host')})")
+        for stale in running:
+            conn.execute("UPDATE rem_runs SET status = 'interrupted', finished_at = ?, "
+                         "error = 'left running by a process that stopped' WHERE run_id = ?",
+                         (at, stale))
+            log.warning("rem.interrupted_run_found", namespace=ns, run_id=stale)
+        conn.execute(
+            "INSERT INTO rem_runs (run_id, namespace, status, started_at, synthesiser, model, "
+            "prompt_version, trigger) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+            (run_id, ns, at, synth.name, synth.model, synth.prompt_version, trigger))
+        _write_lease(conn, ns, run_id, wall)
+
+
+# -- synthesis -----------------------------------------------------------------------------------
+def _synthesise(synth: Synthesiser, job: Job) -> Answer:
+    try:
+        return synth.synthesise(job[1], job[2])
+    except (LLMError, InvalidInput) as exc:  # the documented failures: skip the cluster
+        return exc
+
+
+def _answers(synth: Synthesiser, jobs: Sequence[Job], workers: int,
+             should_stop: Callable[[], bool]) -> Iterator[tuple[Job, Answer]]:
+    """Answers in job order; at most ``workers`` calls in flight; stops asking on should_stop."""
+    if workers <= 1:
+        for job in jobs:
+            if should_stop():
+                return
+            yield job, _synthesise(synth, job)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="remd-synth")
+    pending: deque[tuple[Job, Future[Answer]]] = deque()
+    todo = iter(jobs)
+    try:
+        for job in todo:
+            pending.append((job, pool.submit(_synthesise, synth, job)))
+            if len(pending) >= workers:
+                break
+        while pending:
+            job, fut = pending.popleft()
+            answer = fut.result()
+            if should_stop():
+                return
+            yield job, answer
+            nxt = next(todo, None)
+            if nxt is not None:
+                pending.append((nxt, pool.submit(_synthesise, synth, nxt)))
+    finally:
+        # Calls still in flight finish in the background; their answers are dropped.
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+# -- the run --------------------------------------------------------------------------------------
+def run_rem(
+    memory: Memory,
+    *,
+    now: float | None = None,
+    dry_run: bool = False,
+    synthesiser: Synthesiser | None = None,
+    trigger: TriggerReason | str = TriggerReason.MANUAL,
+    should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[ClusterOutcome], None] | None = None,
+) -> RemRun:
+    """Run one REM cycle on the memory's namespace at ``now`` (default: its clock).
+
+    With ``dry_run`` nothing is written and the returned value carries the plan. ``should_stop``
+    is checked between clusters (the run then ends ``interrupted``); ``progress`` gets a
+    :class:`ClusterOutcome` after each cluster. Raises InvalidInput (bad ``now``), Conflict
+    (another run is alive in this namespace), StoreError (the file can't be used).
+    """
+    at = memory.clock() if now is None else now
+    if isinstance(at, bool) or not isinstance(at, int | float) or not np.isfinite(at):
+        raise InvalidInput(f"now must be a finite POSIX time, not {at!r}")
+    at = float(at)
+    reason = trigger.value if isinstance(trigger, TriggerReason) else str(trigger)
+    synth = synthesiser or make_synthesiser(memory.config)
+    stop = should_stop or (lambda: False)
+    started = time.perf_counter()
+    if dry_run:
+        plan = _plan(memory, at, write=False)
+        ids, imp = plan.scores.ids, plan.scores.scores.importance
+        planned = tuple(
+            PlannedCluster(cluster_no=no, coherence=c.coherence, members=tuple(
+                MemberPreview(id=ids[plan.flagged[m]],
+                              preview=_preview(plan.content[int(plan.scores.rids[
+                                  plan.flagged[m]])]),
+                              importance=round(float(imp[plan.flagged[m]]), 6))
+                for m in c.members))
+            for no, c in enumerate(plan.clusters))
+        sizes = sum(len(c.members) for c in plan.clusters)
+        return RemRun(
+            run_id=None, namespace=memory.namespace, status=RunStatus.DRY_RUN, trigger=reason,
+            flagged=len(plan.flagged), clusters=len(plan.clusters), synthesised=0, skipped=0,
+            live_before=plan.live_before, live_after=plan.live_before - sizes + len(planned),
+            synthesiser=synth.name, model=synth.model, prompt_version=synth.prompt_version,
+            started_at=at, timings={k: round(v, 4) for k, v in plan.timings.items()},
+            plan=planned)
+
+    # The lease comes first, so two processes never refresh and plan the same namespace.
+    run_id = new_id("rem_")
+    _start(memory, run_id, at, reason, synth)
+    timings: dict[str, float] = {}
+    status, error = RunStatus.COMPLETED, None
+    try:
+        plan = _plan(memory, at, write=True)
+        timings.update(plan.timings)
+        with memory.store.transaction() as conn:
+            conn.execute("UPDATE rem_runs SET flagged = ?, clusters = ?, live_before = ? "
+                         "WHERE run_id = ?", (len(plan.flagged), len(plan.clusters),
+                                              plan.live_before, run_id))
+        log.info("rem.planned", namespace=memory.namespace, run_id=run_id,
+                 flagged=len(plan.flagged), clusters=len(plan.clusters),
+                 unembedded=plan.unembedded)
+        members = Members(
+            rids=[int(plan.scores.rids[i]) for i in plan.flagged],
+            ids=[plan.scores.ids[i] for i in plan.flagged],
+            importance=plan.scores.scores.importance[plan.flagged],
+            created_at=plan.scores.created_at[plan.flagged],
+            content=plan.content, vectors=plan.vectors, live_before=plan.live_before)
+        writer = ClusterWriter(memory, run_id, at, members, lambda conn: _write_lease(
+            conn, memory.namespace, run_id, memory.clock()))
+        jobs = [writer.job(no, c) for no, c in enumerate(plan.clusters)]
+        if progress:
+            progress(ClusterOutcome(cluster_no=-1, done=0, total=len(jobs), status="started",
+                                    size=0))
+        workers = memory.config.llm.concurrency if isinstance(synth, LLMSynthesiser) else 1
+        done = 0
+        t0 = time.perf_counter()
+        for job, answer in _answers(synth, jobs, workers, stop):
+            outcome = writer.write(job, answer)
+            done += 1
+            if progress:
+                progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
+        timings["synthesise_and_write"] = time.perf_counter() - t0
+        if done < len(jobs):
+            status = RunStatus.INTERRUPTED
+        t0 = time.perf_counter()
+        if writer.synthesis_rids:  # one batch; a crash before this leaves them in the backlog
+            memory.embed_pending(rids=writer.synthesis_rids)
+        timings["embed"] = time.perf_counter() - t0
+    except BaseException as exc:  # record why the run ended, then let the error go on
+        status = RunStatus.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else \
+            RunStatus.FAILED
+        _finish(memory, run_id, status, at, started, timings, f"{type(exc).__name__}: {exc}")
+        raise
+    return _finish(memory, run_id, status, at, started, timings, error)
+
+
+def _finish(memory: Memory, run_id: str, status: RunStatus, at: float, started: float,
+            phases: dict[str, float], error: str | None) -> RemRun:
+    elapsed = time.perf_counter() - started
+    timings = {**{k: round(v, 4) for k, v in phases.items()}, "total": round(elapsed, 4)}
+    ns = memory.namespace
+    with memory.store.transaction() as conn:
+        live = conn.execute("SELECT count(*) FROM nodes WHERE namespace = ? AND status = 'live'",
+                            (ns,)).fetchone()
+        conn.execute(
+            "UPDATE rem_runs SET status = ?, finished_at = ?, live_after = ?, timings = ?, "
+            "error = ? WHERE run_id = ?",
+            (status.value, at + elapsed, int(live[0]) if live else 0, json.dumps(timings),
+             error, run_id))
+        lease = _read_lease(conn, ns)
+        if lease and lease.get("run_id") == run_id:
+            conn.execute("DELETE FROM remd_meta WHERE key = ?", (_lease_key(ns),))
+    result = get_run(memory, run_id)
+    log.info("rem.finished", namespace=ns, run_id=run_id, status=status.value,
+             flagged=result.flagged, clusters=result.clusters,
+             synthesised=result.synthesised, skipped=result.skipped,
+             live_before=result.live_before, live_after=result.live_after)
+    return result
+
+
+def get_run(memory: Memory, run_id: str) -> RemRun:
+    """A recorded run of this namespace. Raises NotFound, InvalidInput."""
+    if not isinstance(run_id, str) or not run_id:
+        raise InvalidInput(f"run id must be a non-empty string, not {run_id!r}")
+    row = memory.store.one(
+        "SELECT run_id, namespace, status, trigger, flagged, clusters, synthesised, skipped, "
+        "live_before, live_after, synthesiser, model, prompt_version, started_at, "
+        "finished_at, timings, error FROM rem_runs WHERE run_id = ? AND namespace = ?",
+        (run_id, memory.namespace))
+    if row is None:
+        raise NotFound("REM run", run_id, memory.namespace)
+    return RemRun(run_id=row[0], namespace=row[1], status=RunStatus(row[2]), trigger=row[3],
+                  flagged=row[4], clusters=row[5], synthesised=row[6], skipped=row[7],
+                  live_before=row[8], live_after=row[9], synthesiser=row[10], model=row[11],
+                  prompt_version=row[12], started_at=row[13], finished_at=row[14],
+                  timings=json.loads(row[15] or "{}"), error=row[16])
+
+
+# -- rollback -------------------------------------------------------------------------------------
+def rollback(memory: Memory, run_id: str) -> RollbackResult:
+    """Undo a REM run in one transaction.
+
+    Restored exactly: every node the run deprecated gets back its status, importance and
+    deprecated_by; every edge the run retired is live again with its original row (same eid,
+    weight, context, created_at); every edge the run inserted (DERIVED_FROM and re-pointed
+    copies) is deleted; every synthesis node it created is deleted with its tags (tags.df
+    decremented), FTS row, vectors and access-log rows. The run is marked rolled_back; its
+    rem_clusters rows stay as the audit trail. Not undone: the importance refresh the run did
+    first (a pure function of ``now`` that the next refresh recomputes anyway), vectors computed
+    for memories that had none, packs that recorded a synthesis node, and edges written later
+    by agents that point at a synthesis id (they dangle, which edges may).
+
+    Raises NotFound (unknown run), RollbackRefused (already rolled back, still running, or a
+    later run that is not rolled back built on its synthesis nodes or edges).
+    """
+    ns = memory.namespace
+    with memory.store.transaction() as conn:
+        run = get_run(memory, run_id)  # read under the write lock: no run can start meanwhile
+        status = run.status.value
+        if status == "rolled_back":
+            raise RollbackRefused(f"REM run {run_id} is already rolled back")
+        lease = _read_lease(conn, ns)
+        if status == "running" and lease and lease.get("run_id") == run_id and _alive(
+                lease, memory.clock(), memory.config.rem.lease_seconds):
+            raise RollbackRefused(f"REM run {run_id} is still running")
+        later = sorted({r[0] for r in conn.execute(
+            "SELECT run_id FROM rem_runs WHERE namespace = ? AND run_id != ? "
+            "AND status != 'rolled_back' AND (run_id IN (SELECT retired_by FROM edges "
+            "WHERE rem_run = ? AND retired_by IS NOT NULL) OR run_id IN (SELECT s.rem_run "
+            "FROM nodes n JOIN nodes s ON s.id = n.deprecated_by WHERE n.rem_run = ?))",
+            (ns, run_id, run_id, run_id))})
+        if later:
+            raise RollbackRefused(
+                f"REM run {run_id} cannot be rolled back: later run(s) {', '.join(later)} "
+                "built on it; roll those back first")
+        restored = 0
+        committed: list[Any] = conn.execute(
+            "SELECT members FROM rem_clusters WHERE run_id = ? AND status = 'committed' "
+            "ORDER BY cluster_no DESC", (run_id,)).fetchall()
+        for (members,) in committed:
+            for m in json.loads(members):
+                conn.execute(
+                    "UPDATE nodes SET status = ?, importance = ?, deprecated_by = ? "
+                    "WHERE id = ? AND namespace = ?",
+                    (m["status"], m["importance"], m["deprecated_by"], m["id"], ns))
+                restored += 1
+        synth = conn.execute("SELECT rid, content FROM nodes WHERE namespace = ? AND rem_run = ?",
+                             (ns, run_id)).fetchall()
+        vec_tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE name IN ('node_vec', 'node_vec_bit')")]
+        for rid, content in synth:
+            conn.execute("UPDATE tags SET df = max(df - 1, 0) WHERE tid IN "
+                         "(SELECT tid FROM node_tags WHERE rid = ?)", (rid,))
+            conn.execute("DELETE FROM node_tags WHERE rid = ?", (rid,))
+            conn.execute("INSERT INTO node_fts (node_fts, rowid, content) "
+                         "VALUES ('delete', ?, ?)", (rid, content))
+            for table in vec_tables:  # names from the fixed list above, never user input
+                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rid,))
+            conn.execute("DELETE FROM access_log WHERE rid = ?", (rid,))
+            conn.execute("DELETE FROM nodes WHERE rid = ?", (rid,))
+        removed = conn.execute("DELETE FROM edges WHERE namespace = ? AND rem_run = ? "
+                               "RETURNING eid", (ns, run_id)).fetchall()
+        back = conn.execute("UPDATE edges SET live = 1, retired_by = NULL WHERE namespace = ? "
+                            "AND retired_by = ? RETURNING eid", (ns, run_id)).fetchall()
+        conn.execute("UPDATE rem_runs SET status = 'rolled_back' WHERE run_id = ?", (run_id,))
+        if lease and lease.get("run_id") == run_id:
+            conn.execute("DELETE FROM remd_meta WHERE key = ?", (_lease_key(ns),))
+    log.info("rem.rolled_back", namespace=ns, run_id=run.run_id, members=restored,
+             synthesis=len(synth))
+    return RollbackResult(run_id=run_id, members_restored=restored, synthesis_removed=len(synth),
+                          edges_removed=len(removed), edges_restored=len(back))

@@ -1,0 +1,343 @@
+"""Tools on the tag graph (the MGA seed's "tags as first-class nodes").
+
+Tags are nodes of a graph: memories carry them (node_tags, the HAS_TAG relation), tags that
+occur together are linked by weighted co-occurrence edges (tag_edges), and an IS_SUBTYPE_OF
+hierarchy (tag_parents) says ``unit-test`` is a kind of ``testing``. These functions read and
+curate that graph; every read is bounded like inject's walk (top-M edges per tag, a depth).
+Every write runs in one transaction and leaves nothing changed when it raises.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import apsw
+
+from remd.errors import Conflict, InvalidInput, NotFound
+from remd.models import Node
+from remd.tagging import normalise_tag
+
+if TYPE_CHECKING:
+    from remd.memory import Memory
+
+FANOUT = 32  # co-occurrence edges followed per tag, as in inject
+MAX_HIERARCHY = 10_000  # tags visited by one hierarchy traversal (a guard, not a real limit)
+
+
+def _tag_id(conn: apsw.Connection, namespace: str, name: str) -> int | None:
+    row = conn.execute("SELECT tid FROM tags WHERE namespace = ? AND name = ?",
+                       (namespace, name)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _need(conn: apsw.Connection, namespace: str, raw: str) -> tuple[int, str]:
+    name = normalise_tag(raw)
+    tid = _tag_id(conn, namespace, name)
+    if tid is None:
+        raise NotFound("tag", name, namespace)
+    return tid, name
+
+
+def _ensure(conn: apsw.Connection, namespace: str, name: str, now: float) -> int:
+    row = conn.execute(
+        "INSERT INTO tags (namespace, name, df, created_at) VALUES (?, ?, 0, ?) "
+        "ON CONFLICT (namespace, name) DO UPDATE SET df = df RETURNING tid",
+        (namespace, name, now)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _walk(conn: apsw.Connection, start: int, sql: str) -> list[int]:
+    """Breadth-first over tag_parents with ``sql`` (one ? for the tag), start excluded."""
+    seen = {start}
+    order: list[int] = []
+    frontier = [start]
+    while frontier and len(seen) < MAX_HIERARCHY:
+        nxt = []
+        for tid in frontier:
+            for (other,) in conn.execute(sql, (tid,)):
+                if other not in seen:
+                    seen.add(int(other))
+                    order.append(int(other))
+                    nxt.append(int(other))
+        frontier = nxt
+    return order
+
+
+_UP = "SELECT parent FROM tag_parents WHERE child = ?"
+
+
+def _in_cycle(conn: apsw.Connection, tid: int) -> bool:
+    """Whether going up the hierarchy from ``tid`` comes back to it."""
+    seen: set[int] = set()
+    frontier = [tid]
+    while frontier and len(seen) < MAX_HIERARCHY:
+        nxt = []
+        for t in frontier:
+            for (parent,) in conn.execute(_UP, (t,)):
+                p = int(parent)
+                if p == tid:
+                    return True
+                if p not in seen:
+                    seen.add(p)
+                    nxt.append(p)
+        frontier = nxt
+    return False
+_DOWN = "SELECT child FROM tag_parents WHERE parent = ?"
+
+
+# -- IS_SUBTYPE_OF -------------------------------------------------------------------------------
+def add_subtype(conn: apsw.Connection, namespace: str, child_name: str, parent_name: str,
+                now: float) -> None:
+    """Record ``child IS_SUBTYPE_OF parent`` inside the caller's transaction.
+
+    Both tags are normalised and created if absent; recording an existing link is a no-op.
+    Raises InvalidInput for an unusable tag name, Conflict if the link would make a cycle
+    (including a tag being its own subtype).
+    """
+    child, parent = normalise_tag(child_name), normalise_tag(parent_name)
+    if child == parent:
+        raise Conflict(f"tag {child!r} cannot be a subtype of itself")
+    c = _ensure(conn, namespace, child, now)
+    p = _ensure(conn, namespace, parent, now)
+    if c in _walk(conn, p, _UP):  # parent is already below child: the link closes a cycle
+        raise Conflict(f"{child!r} IS_SUBTYPE_OF {parent!r} would make a cycle: "
+                       f"{parent!r} is already a subtype of {child!r}")
+    conn.execute("INSERT OR IGNORE INTO tag_parents (child, parent) VALUES (?, ?)", (c, p))
+
+
+def remove_subtype(conn: apsw.Connection, namespace: str, child_name: str,
+                   parent_name: str) -> bool:
+    """Remove the link if present; returns whether it was. Raises NotFound for unknown tags."""
+    c, _ = _need(conn, namespace, child_name)
+    p, _ = _need(conn, namespace, parent_name)
+    return conn.execute("DELETE FROM tag_parents WHERE child = ? AND parent = ? RETURNING 1",
+                        (c, p)).fetchone() is not None
+
+
+def _names(conn: apsw.Connection, tids: Sequence[int]) -> list[str]:
+    if not tids:
+        return []
+    marks = ",".join("?" * len(tids))
+    by_id = {int(t): str(n) for t, n in conn.execute(
+        f"SELECT tid, name FROM tags WHERE tid IN ({marks})", list(tids))}
+    return [by_id[t] for t in tids if t in by_id]
+
+
+def subtypes(memory: Memory, tag: str) -> list[str]:
+    """Every tag below ``tag`` in the hierarchy, nearest first. Raises NotFound."""
+    with memory.store.snapshot() as conn:
+        tid, _ = _need(conn, memory.namespace, tag)
+        return _names(conn, _walk(conn, tid, _DOWN))
+
+
+def supertypes(memory: Memory, tag: str) -> list[str]:
+    """Every tag above ``tag`` in the hierarchy, nearest first. Raises NotFound."""
+    with memory.store.snapshot() as conn:
+        tid, _ = _need(conn, memory.namespace, tag)
+        return _names(conn, _walk(conn, tid, _UP))
+
+
+# -- reading the graph ---------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class TagCluster:
+    tags: tuple[tuple[str, float], ...]  # (tag, activation), the seed first at 1.0
+    memories: tuple[Node, ...]  # live memories carrying cluster tags, strongest first
+
+
+def _cluster(conn: apsw.Connection, seed: int, depth: int, decay: float
+             ) -> dict[int, float]:
+    act = {seed: 1.0}
+    frontier = [seed]
+    for _ in range(depth):
+        nxt: dict[int, float] = {}
+        for src in frontier:
+            rows: list[tuple[Any, ...]] = list(conn.execute(
+                "SELECT dst, weight FROM tag_edges WHERE src = ? ORDER BY weight DESC LIMIT ?",
+                (src, FANOUT)))
+            rows += [(c, 1.0) for (c,) in conn.execute(_DOWN + " LIMIT ?", (src, FANOUT))]
+            for dst, w in rows:
+                a = act[src] * decay * float(w)
+                if a > act.get(int(dst), 0.0) and a > nxt.get(int(dst), 0.0):
+                    nxt[int(dst)] = a
+        act.update(nxt)
+        frontier = list(nxt)
+    return act
+
+
+def memories_by_tag_cluster(memory: Memory, tag: str, depth: int = 2, *,
+                            limit: int = 50) -> TagCluster:
+    """The tags around ``tag`` (co-occurrence edges and subtypes, ``depth`` hops, top-32
+    edges per tag) and the live memories carrying them, ranked by cluster activation.
+
+    Raises NotFound for an unknown tag, InvalidInput for a negative depth or limit.
+    """
+    if not isinstance(depth, int) or isinstance(depth, bool) or not 0 <= depth <= 4:
+        raise InvalidInput(f"depth must be an integer from 0 to 4, not {depth!r}")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise InvalidInput(f"limit must be a non-negative integer, not {limit!r}")
+    decay = memory.config.inject.decay
+    per_tag = memory.config.inject.per_tag_cap
+    with memory.store.snapshot() as conn:
+        seed, _ = _need(conn, memory.namespace, tag)
+        act = _cluster(conn, seed, depth, decay)
+        ranked = sorted(act, key=lambda t: -act[t])[: memory.config.inject.beam]
+        score: dict[int, float] = {}
+        for tid in ranked:
+            for rid, w in conn.execute(
+                    "SELECT nt.rid, nt.weight FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
+                    "WHERE nt.tid = ? AND n.status = 'live' "
+                    "ORDER BY nt.weight DESC, nt.rid DESC LIMIT ?", (tid, per_tag)):
+                score[int(rid)] = score.get(int(rid), 0.0) + act[tid] * float(w)
+        names = dict(zip(ranked, _names(conn, ranked), strict=True))
+    top = sorted(score, key=lambda r: (-score[r], -r))[:limit]
+    from remd.memory import NODE_COLUMNS  # noqa: PLC0415 (memory imports this module)
+
+    rows = memory.store.query(
+        f"SELECT {NODE_COLUMNS} FROM nodes WHERE rid IN ({','.join('?' * len(top))})",
+        top) if top else []
+    order = {rid: i for i, rid in enumerate(top)}
+    nodes = memory.nodes_from_rows(sorted(rows, key=lambda r: order[int(r[0])]))
+    return TagCluster(tags=tuple((names[t], round(act[t], 6)) for t in ranked),
+                      memories=tuple(nodes))
+
+
+def suggest_related_tags(memory: Memory, tags: Iterable[str], *, limit: int = 10
+                         ) -> list[tuple[str, float]]:
+    """Existing tags that go with ``tags``: co-occurrence (edge weight, summed over the given
+    tags, damped for tags on most memories) plus their hierarchy neighbours. Unknown tags are
+    ignored; raises InvalidInput for an unusable tag string or limit.
+    """
+    if isinstance(tags, str):
+        raise InvalidInput("tags must be a list of strings, not one string")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise InvalidInput(f"limit must be a non-negative integer, not {limit!r}")
+    names = [normalise_tag(t) for t in tags]
+    score: dict[int, float] = {}
+    with memory.store.snapshot() as conn:
+        given = {tid for tid in (_tag_id(conn, memory.namespace, n) for n in names)
+                 if tid is not None}
+        total = conn.execute("SELECT max(df) FROM tags WHERE namespace = ?",
+                             (memory.namespace,)).fetchone()
+        biggest = max(1, int(total[0] or 1)) if total else 1
+        for tid in given:
+            for dst, w, df in conn.execute(
+                    "SELECT e.dst, e.weight, t.df FROM tag_edges e JOIN tags t ON t.tid = e.dst "
+                    "WHERE e.src = ? ORDER BY e.weight DESC LIMIT ?", (tid, FANOUT)):
+                damp = 1.0 - 0.5 * (int(df) / biggest)
+                score[int(dst)] = score.get(int(dst), 0.0) + float(w) * damp
+            for other in (*_walk(conn, tid, _UP)[:FANOUT], *_walk(conn, tid, _DOWN)[:FANOUT]):
+                score[other] = score.get(other, 0.0) + 1.0
+        for tid in given:
+            score.pop(tid, None)
+        ranked = sorted(score, key=lambda t: -score[t])[:limit]
+        named = dict(zip(ranked, _names(conn, ranked), strict=True))
+    return [(named[t], round(score[t], 6)) for t in ranked]
+
+
+# -- curating the vocabulary ---------------------------------------------------------------------
+def rename_tag(memory: Memory, old: str, new: str) -> str:
+    """Rename a tag (its memories, edges and hierarchy follow); returns the normalised new name.
+
+    Raises NotFound if ``old`` is unknown, Conflict if ``new`` exists already (merge instead),
+    InvalidInput for an unusable name.
+    """
+    new_name = normalise_tag(new)
+    with memory.store.transaction() as conn:
+        tid, old_name = _need(conn, memory.namespace, old)
+        if new_name == old_name:
+            return new_name
+        if _tag_id(conn, memory.namespace, new_name) is not None:
+            raise Conflict(f"tag {new_name!r} exists already; merge {old_name!r} into it instead")
+        conn.execute("UPDATE tags SET name = ? WHERE tid = ?", (new_name, tid))
+    return new_name
+
+
+def merge_tags(memory: Memory, src: str, dst: str) -> str:
+    """Fold tag ``src`` into ``dst`` and delete ``src``; returns dst's name.
+
+    Memories carrying src carry dst (the higher weight is kept), co-occurrence edges are summed
+    into dst's (counts added, the higher weight kept), hierarchy links follow; dst's document
+    frequency is recounted. One transaction. Raises NotFound for an unknown tag, Conflict if the
+    two are the same tag or the merged hierarchy would have a cycle.
+    """
+    ns = memory.namespace
+    with memory.store.transaction() as conn:
+        s, s_name = _need(conn, ns, src)
+        d, d_name = _need(conn, ns, dst)
+        if s == d:
+            raise Conflict(f"cannot merge tag {s_name!r} into itself")
+        conn.execute(
+            "INSERT INTO node_tags (tid, rid, weight) SELECT ?, rid, weight FROM node_tags "
+            "WHERE tid = ? ON CONFLICT (tid, rid) DO UPDATE SET "
+            "weight = max(weight, excluded.weight)", (d, s))
+        conn.execute("DELETE FROM node_tags WHERE tid = ?", (s,))
+        # Re-point src's edges to dst in both directions; an edge dst already has is combined.
+        conn.execute(
+            "INSERT INTO tag_edges (src, dst, count, weight) SELECT ?, dst, count, weight "
+            "FROM tag_edges WHERE src = ? AND dst NOT IN (?, ?) ON CONFLICT (src, dst) DO "
+            "UPDATE SET count = count + excluded.count, weight = max(weight, excluded.weight)",
+            (d, s, s, d))
+        conn.execute(
+            "INSERT INTO tag_edges (src, dst, count, weight) SELECT src, ?, count, weight "
+            "FROM tag_edges WHERE dst = ? AND src NOT IN (?, ?) ON CONFLICT (src, dst) DO "
+            "UPDATE SET count = count + excluded.count, weight = max(weight, excluded.weight)",
+            (d, s, s, d))
+        conn.execute("DELETE FROM tag_edges WHERE src = ? OR dst = ?", (s, s))
+        conn.execute("UPDATE OR IGNORE tag_parents SET child = ? WHERE child = ?", (d, s))
+        conn.execute("UPDATE OR IGNORE tag_parents SET parent = ? WHERE parent = ?", (d, s))
+        conn.execute("DELETE FROM tag_parents WHERE child = ? OR parent = ? OR child = parent",
+                     (s, s))
+        if _in_cycle(conn, d):
+            raise Conflict(f"merging {s_name!r} into {d_name!r} would make the IS_SUBTYPE_OF "
+                           "hierarchy cyclic")
+        conn.execute("UPDATE tags SET df = (SELECT count(*) FROM node_tags WHERE tid = ?) "
+                     "WHERE tid = ?", (d, d))
+        conn.execute("DELETE FROM tags WHERE tid = ?", (s,))
+    return d_name
+
+
+# -- export --------------------------------------------------------------------------------------
+def _dot_id(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def export_tag_graph(memory: Memory, format: Literal["dot", "json"] = "json", *,
+                     max_edges: int | None = None) -> str:
+    """The namespace's tag graph as Graphviz DOT or JSON (tags with df, weighted co-occurrence
+    edges strongest first, subtype links). Raises InvalidInput for another format."""
+    if format not in ("dot", "json"):
+        raise InvalidInput(f"tag graph format must be 'dot' or 'json', not {format!r}")
+    if max_edges is not None and (not isinstance(max_edges, int) or max_edges < 0):
+        raise InvalidInput(f"max_edges must be a non-negative integer, not {max_edges!r}")
+    ns = memory.namespace
+    with memory.store.snapshot() as conn:
+        tags = [(str(n), int(df)) for n, df in conn.execute(
+            "SELECT name, df FROM tags WHERE namespace = ? ORDER BY name", (ns,))]
+        edges = [(str(a), str(b), round(float(w), 6), int(c)) for a, b, w, c in conn.execute(
+            "SELECT s.name, d.name, e.weight, e.count FROM tag_edges e "
+            "JOIN tags s ON s.tid = e.src JOIN tags d ON d.tid = e.dst "
+            "WHERE s.namespace = ? ORDER BY e.weight DESC, s.name, d.name LIMIT ?",
+            (ns, -1 if max_edges is None else max_edges))]
+        parents = [(str(c), str(p)) for c, p in conn.execute(
+            "SELECT c.name, p.name FROM tag_parents tp JOIN tags c ON c.tid = tp.child "
+            "JOIN tags p ON p.tid = tp.parent WHERE c.namespace = ? ORDER BY c.name, p.name",
+            (ns,))]
+    if format == "json":
+        return json.dumps({
+            "namespace": ns,
+            "tags": [{"name": n, "df": df} for n, df in tags],
+            "edges": [{"src": a, "dst": b, "weight": w, "count": c} for a, b, w, c in edges],
+            "subtypes": [{"child": c, "parent": p} for c, p in parents],
+        }, ensure_ascii=False)
+    lines = [f"digraph {_dot_id('remd:' + ns)} {{", "  node [shape=box];"]
+    lines += [f"  {_dot_id(n)} [label={_dot_id(f'{n} ({df})')}];" for n, df in tags]
+    lines += [f"  {_dot_id(a)} -> {_dot_id(b)} [weight={w}, label=\"{w:.2f}\"];"
+              for a, b, w, _ in edges]
+    lines += [f"  {_dot_id(c)} -> {_dot_id(p)} [style=dashed, label=\"IS_SUBTYPE_OF\"];"
+              for c, p in parents]
+    lines.append("}")
+    return "\n".join(lines) + "\n"

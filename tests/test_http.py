@@ -1,0 +1,240 @@
+"""The HTTP API: a real uvicorn server on 127.0.0.1 over a real file, spoken to with httpx."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import apsw
+import httpx
+import pytest
+from click.testing import CliRunner
+from pydantic import SecretStr
+
+from remd import Memory, load_config
+from remd.cli import main
+from remd.config import Config
+from remd.daemon import MemoryPool
+from remd.http import HttpServer, create_app
+from remd.tokens import TokenCounter
+from tests.test_daemon import Served
+
+TOKEN = "s3cret-token"
+
+
+def serve(db: Path, config: Config | None = None, *, token: str | None = None,
+          max_body_bytes: int = 1_048_576) -> tuple[HttpServer, MemoryPool]:
+    config = config or load_config(env={})
+    pool = MemoryPool(db, config, embedder=None, keep=2)
+    app = create_app(pool, token=SecretStr(token) if token else None,
+                     max_body_bytes=max_body_bytes)
+    server = HttpServer(app, "127.0.0.1", 0)
+    server.start()
+    return server, pool
+
+
+@pytest.fixture
+def api(db_path: Path) -> Iterator[httpx.Client]:
+    server, pool = serve(db_path)
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as client:
+        yield client
+    server.stop()
+    pool.close()
+
+
+def count_nodes(db: Path) -> int:
+    with Memory(db, embedder=None) as m:
+        return int(m.store.scalar("SELECT count(*) FROM nodes"))
+
+
+# -- the endpoints ---------------------------------------------------------------------------
+def test_save_get_history_and_stats(api: httpx.Client) -> None:
+    r = api.post("/v1/memories", json={"content": "My city is Bangalore", "tags": ["home"]})
+    assert r.status_code == 201, r.text
+    first = r.json()
+    assert first["content"] == "My city is Bangalore" and "home" in first["tags"]
+    assert first["status"] == "live" and first["namespace"] == "default"
+    second = api.post("/v1/memories", json={"content": "My city has changed to Mumbai",
+                                            "source": "chat"}).json()
+
+    got = api.get(f"/v1/memories/{first['id']}").json()
+    assert got["id"] == first["id"] and got["status"] == "superseded"
+    history = api.get(f"/v1/memories/{second['id']}/history").json()
+    assert [n["id"] for n in history] == [first["id"], second["id"]]
+    stats = api.get("/v1/stats").json()
+    assert stats["nodes"] == 2 and stats["live"] == 1 and stats["namespace"] == "default"
+    health = api.get("/healthz").json()
+    assert health["status"] == "ok" and health["schema_version"] >= 1
+
+
+def test_inject_and_feedback_round_trip(api: httpx.Client, db_path: Path) -> None:
+    for text in ["I am allergic to peanuts", "I prefer dark chocolate over milk chocolate",
+                 "The office wifi password rotates every Monday"]:
+        assert api.post("/v1/memories", json={"content": text}).status_code == 201
+    r = api.post("/v1/inject", json={"query": "what food should I avoid?", "token_budget": 40})
+    assert r.status_code == 200, r.text
+    pack = r.json()
+    assert set(pack) == {"pack_id", "budget", "tokens_used", "items"}
+    assert pack["budget"] == 40 and 0 < pack["tokens_used"] <= 40
+    counter = TokenCounter("o200k_base")
+    for item in pack["items"]:
+        assert set(item) == {"id", "content", "tokens", "score", "tags"}
+        assert item["tokens"] == counter.count(item["content"])
+    assert counter.count("\n".join(i["content"] for i in pack["items"])) == pack["tokens_used"]
+    assert any("peanuts" in i["content"] for i in pack["items"])
+
+    # The same shape as the library's (and so the CLI's) JSON, by construction.
+    with Memory(db_path, embedder=None) as m:
+        local = m.inject("what food should I avoid?", 40).to_dict()
+    assert set(local) == set(pack)
+    assert all(set(a) == set(b) for a, b in zip(local["items"], pack["items"], strict=False))
+
+    fb = api.post("/v1/feedback", json={"pack_id": pack["pack_id"], "accepted": True})
+    assert fb.status_code == 200 and fb.json()["applied"] is True
+    assert fb.json()["accepted"] == 1.0
+    again = api.post("/v1/feedback", json={"pack_id": pack["pack_id"], "accepted": False})
+    assert again.json()["applied"] is False
+
+
+def test_the_namespace_is_chosen_per_request(api: httpx.Client) -> None:
+    work = api.post("/v1/memories", json={"content": "Quarterly report due Friday",
+                                          "namespace": "work"}).json()
+    assert work["namespace"] == "work"
+    assert api.get(f"/v1/memories/{work['id']}").status_code == 404
+    assert api.get(f"/v1/memories/{work['id']}", params={"namespace": "work"}).status_code == 200
+    assert api.get("/v1/stats", params={"namespace": "work"}).json()["live"] == 1
+    assert api.get("/v1/stats").json()["live"] == 0
+    pack = api.post("/v1/inject", json={"query": "report", "token_budget": 100,
+                                        "namespace": "default"}).json()
+    assert pack["items"] == []
+
+
+def test_concurrent_requests_each_get_their_own_connection(api: httpx.Client,
+                                                           db_path: Path) -> None:
+    def save(i: int) -> int:
+        return api.post("/v1/memories", json={"content": f"parallel note number {i}"}).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(save, range(24)))
+    assert codes == [201] * 24 and count_nodes(db_path) == 24
+
+
+# -- errors ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("method", "path", "body", "status", "kind"), [
+    ("POST", "/v1/memories", {"content": "   "}, 400, "InvalidInput"),
+    ("POST", "/v1/memories", {"content": "x" * 70000}, 400, "InvalidInput"),
+    ("POST", "/v1/memories", {"content": "ok", "namespace": "bad ns"}, 400, "InvalidInput"),
+    ("POST", "/v1/memories", {"content": 42}, 422, "ValidationError"),
+    ("POST", "/v1/memories", {"content": "ok", "tags": "food"}, 422, "ValidationError"),
+    ("POST", "/v1/memories", {"content": "ok", "colour": "red"}, 422, "ValidationError"),
+    ("POST", "/v1/memories", {}, 422, "ValidationError"),
+    ("POST", "/v1/inject", {"query": "x", "token_budget": -1}, 400, "InvalidInput"),
+    ("POST", "/v1/inject", {"query": "x", "token_budget": "100"}, 422, "ValidationError"),
+    ("POST", "/v1/inject", {"query": "", "token_budget": 10}, 400, "InvalidInput"),
+    ("POST", "/v1/feedback", {"pack_id": "nope", "accepted": True}, 404, "NotFound"),
+    ("POST", "/v1/feedback", {"pack_id": "nope", "accepted": 2.5}, 400, "InvalidInput"),
+    ("GET", "/v1/memories/unknown", None, 404, "NotFound"),
+    ("GET", "/v1/memories/unknown/history", None, 404, "NotFound"),
+    ("GET", "/v1/nothing-here", None, 404, "NotFound"),
+    ("DELETE", "/v1/memories/abc", None, 405, "MethodNotAllowed"),
+])
+def test_errors_are_json_with_proper_status_and_store_nothing(
+        api: httpx.Client, db_path: Path, method: str, path: str, body: Any, status: int,
+        kind: str) -> None:
+    r = api.request(method, path, json=body)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert error["type"] == kind and error["message"] and "\n" not in error["message"]
+    assert count_nodes(db_path) == 0
+
+
+def test_bad_json_and_oversized_bodies(db_path: Path) -> None:
+    server, pool = serve(db_path, max_body_bytes=2048)
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+        r = api.post("/v1/memories", content=b"{not json",
+                     headers={"content-type": "application/json"})
+        assert r.status_code == 400 and r.json()["error"]["type"] == "InvalidJSON"
+        r = api.post("/v1/memories", content=b'{"content": "\xff\xfe"}')
+        assert r.status_code == 400
+        r = api.post("/v1/memories", json={"content": "y" * 5000})
+        assert r.status_code == 413 and r.json()["error"]["type"] == "PayloadTooLarge"
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: the size is counted as it comes
+            yield b'{"content": "'
+            for _ in range(10):
+                yield b"z" * 500
+            yield b'"}'
+
+        r = api.post("/v1/memories", content=chunks())
+        assert r.status_code == 413
+        # A lone surrogate escaped in JSON is refused, not stored half-encoded.
+        r = api.post("/v1/memories", content=b'{"content": "bad \\ud800 text"}')
+        assert r.status_code == 400
+    server.stop()
+    pool.close()
+    assert count_nodes(db_path) == 0
+
+
+def test_a_locked_database_answers_503_with_retry_after(db_path: Path) -> None:
+    config = load_config(env={}, overrides={"store": {"busy_timeout_ms": 0, "lock_retries": 0}})
+    Memory(db_path, embedder=None).close()  # the schema exists before the lock is taken
+    server, pool = serve(db_path, config)
+    holder = apsw.Connection(str(db_path))
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            r = api.post("/v1/memories", json={"content": "waiting for the lock"})
+            assert r.status_code == 503 and r.headers["retry-after"] == "1"
+            assert r.json()["error"]["type"] == "DatabaseLocked"
+            assert api.get("/v1/stats").status_code == 200  # reads never wait on writers
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        server.stop()
+        pool.close()
+
+
+def test_bearer_token(db_path: Path) -> None:
+    server, pool = serve(db_path, token=TOKEN)
+    base = f"http://127.0.0.1:{server.port}"
+    with httpx.Client(base_url=base, timeout=60) as api:
+        assert api.get("/healthz").status_code == 200  # health checks need no secret
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN},
+                        {"Authorization": f"Basic {TOKEN}"}):
+            r = api.post("/v1/memories", json={"content": "secret plan"}, headers=headers)
+            assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+            assert r.json()["error"]["type"] == "Unauthorized"
+        assert api.get("/v1/stats").status_code == 401
+        ok = api.post("/v1/memories", json={"content": "secret plan"},
+                      headers={"Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code == 201
+        server.set_token(SecretStr("rotated"))  # what SIGHUP does after a config change
+        assert api.get("/v1/stats", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 401
+        assert api.get("/v1/stats", headers={"Authorization": "Bearer rotated"}).status_code == 200
+    server.stop()
+    pool.close()
+
+
+# -- served by `remd serve --http`, in the daemon's process -----------------------------------
+def test_remd_serve_http_is_served_beside_the_scheduler(db_path: Path) -> None:
+    assert CliRunner().invoke(main, ["--db", str(db_path), "init"]).exit_code == 0
+    served = Served(db_path, "--http", "127.0.0.1:0", "--interval", "3600",
+                    env={"REMD_DAEMON__HTTP_TOKEN": TOKEN})
+    listening = served.wait_for("http.listening")
+    assert listening["host"] == "127.0.0.1"
+    ready = served.wait_for("daemon.ready")
+    assert ready["http"] == f"127.0.0.1:{listening['port']}"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=f"http://127.0.0.1:{listening['port']}", timeout=60,
+                      headers=headers) as api:
+        r = api.post("/v1/memories", json={"content": "served by the daemon process"})
+        assert r.status_code == 201
+        assert api.get("/v1/stats").json()["live"] == 1
+    request = served.wait_for("http.request", path="/v1/memories")
+    assert request["status"] == 201 and "content" not in request
+    assert served.stop(signal.SIGTERM) == 0
+    assert TOKEN not in json.dumps(served.seen)

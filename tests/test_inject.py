@@ -1,0 +1,355 @@
+"""inject: hard token budgets, hybrid seeds, bounded walks, recorded packs (real database)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tiktoken
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from remd import Config, InvalidInput, Memory, Pack
+from remd.cli import main
+from remd.config import EmbedConfig, InjectConfig
+from remd.embed import make_embedder
+from remd.tagging import extract_query_tags
+from remd.tokens import get_encoding
+from remd.vectors import index_for, knn
+from tests.conftest import Clock
+
+DAY = 86400.0
+FOOD = "I'm allergic to peanuts and I prefer dark chocolate"
+FLIGHT = "Our flight to Lisbon departs from gate twelve at dawn"
+DISTRACTORS = [
+    "Meeting with Bob about the quarterly budget on Friday",
+    "The deploy pipeline uses GitHub Actions and Docker",
+    "I like hiking in the mountains on weekends",
+    "Remember to water the plants every Tuesday",
+    "The cat's vet appointment is on March 3rd",
+    "My sister Anna teaches chemistry at the high school",
+    "The physician said my blood pressure readings look healthy",
+    "Renew the car insurance before the end of the month",
+    "The wifi password at the office changed last week",
+    "I adopted a golden retriever puppy named Biscuit",
+    "Book club is reading a novel about lighthouse keepers",
+    "The bathroom tap has been leaking since Sunday",
+]
+
+
+def tiktoken_count(text: str) -> int:
+    """Counted here, not through remd.tokens: the stock tiktoken encoding object."""
+    enc: tiktoken.Encoding = get_encoding("o200k_base")
+    return len(enc.encode(text, disallowed_special=()))
+
+
+def check_pack(pack: Pack, saved: set[str]) -> None:
+    joined = "\n".join(item.content for item in pack.items)
+    assert pack.tokens_used == tiktoken_count(joined) <= pack.budget
+    assert pack.text == joined
+    for item in pack.items:
+        assert item.content in saved  # verbatim, never truncated
+        assert item.tokens == tiktoken_count(item.content)
+    assert len({item.id for item in pack.items}) == len(pack.items)
+
+
+@pytest.fixture
+def corpus(mem: Memory, clock: Clock) -> Memory:
+    mem.clock = clock
+    mem.save_many([FOOD, FLIGHT, *DISTRACTORS])
+    return mem
+
+
+# -- the hard budget ---------------------------------------------------------------------------
+_VOCAB = ("peanut chocolate Lisbon flight gate café naïve 東京 🙂 budget meeting Docker plant "
+          "vet sister chemistry insurance wifi puppy novel tap ... , ; ! ? \" ' - 42 2024")
+WORDS = st.sampled_from(_VOCAB.split())
+TEXTS = st.lists(st.lists(WORDS, min_size=1, max_size=40).map(" ".join), min_size=1,
+                 max_size=25)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(texts=TEXTS, budgets=st.lists(st.integers(0, 400), min_size=1, max_size=6),
+       query=st.lists(WORDS, min_size=1, max_size=8).map(" ".join),
+       separator=st.sampled_from(["\n", "\n\n", " | ", ""]))
+def test_budget_is_never_exceeded(texts: list[str], budgets: list[int], query: str,
+                                  separator: str) -> None:
+    config = Config(inject=InjectConfig(separator=separator))
+    enc = get_encoding("o200k_base")
+    with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp) / "p.db", config=config) as m:
+        m.save_many(texts)
+        saved = {t.strip() for t in texts}
+        for budget in budgets:
+            pack = m.inject(query, budget)
+            joined = separator.join(item.content for item in pack.items)
+            assert pack.tokens_used == len(enc.encode(joined, disallowed_special=()))
+            assert pack.tokens_used <= budget
+            for item in pack.items:
+                assert item.content in saved
+                assert item.tokens == len(enc.encode(item.content, disallowed_special=()))
+
+
+def test_budget_too_small_for_any_item_gives_an_empty_recorded_pack(corpus: Memory) -> None:
+    pack = corpus.inject("food preferences", 3)
+    assert pack.items == () and pack.tokens_used == 0 and pack.pack_id
+    assert corpus.store.scalar("SELECT budget FROM packs WHERE pack_id = ?",
+                               (pack.pack_id,)) == 3
+
+
+def test_budget_zero_is_an_empty_pack(corpus: Memory) -> None:
+    pack = corpus.inject("food preferences", 0)
+    assert pack.items == () and pack.tokens_used == 0 and pack.budget == 0
+
+
+@pytest.mark.parametrize("budget", [-1, 1.5, "100", True, None])
+def test_bad_budget_is_refused_and_nothing_stored(corpus: Memory, budget: object) -> None:
+    with pytest.raises(InvalidInput):
+        corpus.inject("food", budget)  # type: ignore[arg-type]
+    assert corpus.store.scalar("SELECT count(*) FROM packs") == 0
+    assert corpus.store.scalar("SELECT sum(access_count) FROM nodes") == 0
+
+
+@pytest.mark.parametrize("query", ["", "   ", None, 42, "x" * 70000])
+def test_bad_query_is_refused(corpus: Memory, query: object) -> None:
+    with pytest.raises(InvalidInput):
+        corpus.inject(query, 100)  # type: ignore[arg-type]
+    assert corpus.store.scalar("SELECT count(*) FROM packs") == 0
+
+
+def test_big_budget_takes_everything_relevant_and_stays_exact(corpus: Memory) -> None:
+    pack = corpus.inject("what do I eat, where do I fly, who are my pets", 10_000)
+    check_pack(pack, {FOOD, FLIGHT, *DISTRACTORS})
+    assert FOOD in {i.content for i in pack.items}
+
+
+# -- finding the right memory ------------------------------------------------------------------
+def test_food_preferences_finds_the_mme_example(corpus: Memory) -> None:
+    pack = corpus.inject("What are my food preferences?", 40)
+    assert pack.items and pack.items[0].content == FOOD
+    top = pack.items[0]
+    assert "graph" in top.sources and top.path and top.path[0] in {"food", "preference"}
+    assert {s.tag for s in pack.seeds if s.origin == "query"} >= {"food", "preference"}
+    check_pack(pack, {FOOD, FLIGHT, *DISTRACTORS})
+
+
+def test_paraphrase_with_no_shared_word_or_tag_is_found_by_vector(corpus: Memory) -> None:
+    query = "when does the plane leave for Portugal?"
+    flight = next(n for n in corpus.recent(50) if n.content == FLIGHT)
+    assert not {t for t, _ in extract_query_tags(query)} & set(flight.tags)
+    pack = corpus.inject(query, 12)  # room for one memory
+    assert [i.content for i in pack.items] == [FLIGHT]
+    item = pack.items[0]
+    assert "vector" in item.sources and "lexical" not in item.sources
+    # If the walk reached it too, it started from a tag of a vector neighbour (a hybrid seed).
+    vector_seeds = {s.tag for s in pack.seeds if s.origin == "vector"}
+    assert not item.path or item.path[0] in vector_seeds
+
+
+def test_without_embedder_tags_and_words_still_work(db_path: Path) -> None:
+    with Memory(db_path, embedder=None) as m:
+        m.save_many([FOOD, *DISTRACTORS])
+        pack = m.inject("What are my food preferences?", 40)
+        assert pack.items[0].content == FOOD
+        assert "vector" not in pack.items[0].sources
+
+
+def test_superseded_fact_is_never_injected_its_successor_is(mem: Memory, clock: Clock) -> None:
+    mem.clock = clock
+    old = mem.save("My city is Bangalore")
+    clock.advance(DAY)
+    new = mem.save("My city has changed to Mumbai")
+    mem.save_many(DISTRACTORS)
+    assert mem.get(old.id).status.value == "superseded"
+    for query in ("Which city do I live in?", "Bangalore", "my city", "Mumbai Bangalore city"):
+        ids = {i.id for i in mem.inject(query, 10_000).items}
+        assert new.id in ids and old.id not in ids
+
+
+def test_inactive_and_other_namespace_nodes_are_never_injected(db_path: Path) -> None:
+    with Memory(db_path) as a, Memory(db_path, namespace="other") as b:
+        gone = a.save("Secret garden tomatoes grow by the fence")
+        a.forget(gone.id)
+        kept = a.save("Tomatoes in the garden need water daily")
+        b.save("Tomatoes garden fence in the other namespace")
+        pack = a.inject("garden tomatoes fence", 10_000)
+        assert [i.id for i in pack.items] == [kept.id]
+        assert all(i.content != gone.content for i in b.inject("garden tomatoes", 1000).items)
+
+
+def test_fts_syntax_in_the_query_never_reaches_the_user(corpus: Memory) -> None:
+    for query in ('"unbalanced', "AND OR NOT", "NEAR(peanut chocolate", "content:peanut*",
+                  "peanut^ -chocolate", "{a b}: c", "'); DROP TABLE nodes; --"):
+        check_pack(corpus.inject(query, 200), {FOOD, FLIGHT, *DISTRACTORS})
+    assert corpus.stats().live == 14
+
+
+def test_items_explain_themselves(corpus: Memory, clock: Clock) -> None:
+    pack = corpus.inject("What are my food preferences?", 200)
+    for item in pack.items:
+        p = item.parts
+        assert item.sources and 0 < p.relevance <= 1
+        assert 0 < p.recency <= 1 and 0 < p.importance <= 1 and p.diversity >= 0
+        base = p.relevance * p.recency * p.importance + p.context
+        assert item.score == pytest.approx(base - p.diversity)
+        if "graph" in item.sources:
+            assert p.graph > 0 and item.path
+    scores = [i.score for i in pack.items]
+    assert scores == sorted(scores, reverse=True)
+
+
+# -- bounds -----------------------------------------------------------------------------------
+def test_walk_is_bounded_by_beam_and_caps(db_path: Path) -> None:
+    cfg = Config(inject=InjectConfig(fanout=2, depth=2, beam=3, per_tag_cap=2,
+                                     max_candidates=4, vector_k=2, fts_k=2, context_from=0))
+    with Memory(db_path, config=cfg) as m:
+        m.save_many([f"peanut chocolate recipe number {i} with almonds and honey"
+                     for i in range(40)])
+        pack = m.inject("peanut chocolate almonds", 10_000)
+        assert pack.tags_activated <= 3
+        # graph rows <= beam * per_tag_cap, plus at most vector_k + fts_k hits
+        assert len(pack.items) <= 4 + 2 + 2
+
+
+def test_depth_zero_uses_seed_tags_only(corpus: Memory) -> None:
+    cfg = corpus.config.model_copy(update={"inject": InjectConfig(depth=0)})
+    with Memory(corpus.store.path, config=cfg) as m:
+        pack = m.inject("What are my food preferences?", 200)
+        assert pack.tags_activated == len(pack.seeds)
+        assert all(len(i.path) <= 1 for i in pack.items)
+
+
+# -- bookkeeping -------------------------------------------------------------------------------
+def test_pack_is_recorded_and_access_updated(corpus: Memory, clock: Clock) -> None:
+    clock.advance(3 * DAY)
+    pack = corpus.inject("What are my food preferences?", 60)
+    assert pack.items
+    row = corpus.store.one("SELECT namespace, query, budget, tokens_used, created_at "
+                           "FROM packs WHERE pack_id = ?", (pack.pack_id,))
+    assert row == ("default", "What are my food preferences?", 60, pack.tokens_used, clock.now)
+    items = corpus.store.query("SELECT rank, n.id, p.tokens, p.path FROM pack_items p "
+                               "JOIN nodes n ON n.rid = p.rid WHERE pack_id = ? ORDER BY rank",
+                               (pack.pack_id,))
+    assert [r[1] for r in items] == [i.id for i in pack.items]
+    assert [r[2] for r in items] == [i.tokens for i in pack.items]
+    assert all(isinstance(json.loads(r[3]), list) for r in items)
+    for item in pack.items:
+        node = corpus.get(item.id)
+        assert node.access_count == 1 and node.last_access == clock.now
+    assert corpus.store.scalar("SELECT count(*) FROM access_log WHERE pack_id = ?",
+                               (pack.pack_id,)) == len(pack.items)
+
+
+def test_to_dict_has_exactly_the_cli_keys(corpus: Memory) -> None:
+    d = corpus.inject("food", 100).to_dict()
+    assert set(d) == {"pack_id", "budget", "tokens_used", "items"}
+    assert all(set(i) == {"id", "content", "tokens", "score", "tags"} for i in d["items"])
+
+
+# -- the quantised vector index ----------------------------------------------------------------
+def test_bit_knn_matches_exact_cosine_on_real_embeddings(db_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    words = ("garden kitchen train budget doctor guitar ocean python coffee winter election "
+             "museum football recipe laptop violin desert hospital river festival")
+    vocab = words.split()
+    texts = [" ".join(rng.choice(vocab, size=6)) + f" note {i}" for i in range(400)]
+    with Memory(db_path) as m:
+        m.save_many(texts)
+        embedder = m.embedder
+        assert embedder is not None
+        rows = m.store.query("SELECT rowid, embedding FROM node_vec")
+        mat = np.stack([np.frombuffer(r[1], np.float32) for r in rows])
+        rids = np.array([r[0] for r in rows])
+        hits = 0
+        queries = [f"{a} and {b}" for a, b in zip(vocab, vocab[1:], strict=False)]
+        for q in queries:
+            vec = embedder.embed([q])[0]
+            exact = set(rids[np.argsort(-(mat @ vec))[:5]].tolist())
+            got = {rid for rid, _ in knn(m.store, "default", vec, 5, rerank=8)[:5]}
+            hits += len(exact & got)
+        assert hits / (5 * len(queries)) >= 0.9
+
+
+def test_float_copy_is_exact(mem: Memory) -> None:
+    mem.save_many(DISTRACTORS)
+    pairs = mem.store.query("SELECT v.embedding, b.vec FROM node_vec v "
+                            "JOIN node_vec_bit b ON b.rid = v.rowid")
+    assert len(pairs) == len(DISTRACTORS) and all(a == b for a, b in pairs)
+
+
+def test_index_catches_late_embeddings(db_path: Path) -> None:
+    cfg = Config(embed=EmbedConfig(embed_on_save=False))
+    with Memory(db_path, config=cfg) as m:
+        a = m.save(FLIGHT)
+        b = m.save(FOOD)
+        rid_a, rid_b = m._rid(a.id), m._rid(b.id)
+        m.embed_pending(rids=[rid_b])  # b (the later rid) is embedded first
+        m.inject("anything", 50)
+        index = index_for(m.store, "default")
+        assert len(index) == 1
+        m.embed_pending()
+        pack = m.inject("when does the plane leave for Portugal?", 12)
+        assert len(index) == 2 and [i.id for i in pack.items] == [a.id]
+        assert {r for r, _ in knn(m.store, "default", m.embedder.embed([FLIGHT])[0], 1)
+                } >= {rid_a}  # type: ignore[union-attr]
+
+
+def test_migration_fills_the_bit_table_from_node_vec(db_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import remd.store as store_mod
+
+    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:1])
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 1)
+    embedder = make_embedder(EmbedConfig())
+    assert embedder is not None
+    vecs = embedder.embed([FOOD, FLIGHT])
+    old = store_mod.Store(db_path, Config().store)
+    with old.transaction() as conn:
+        for rid, vec in enumerate(vecs, 1):
+            conn.execute("INSERT INTO node_vec (rowid, namespace, embedding) VALUES (?, ?, ?)",
+                         (rid, "default", vec.tobytes()))
+    old.close()
+    monkeypatch.undo()
+    new = store_mod.Store(db_path, Config().store)
+    assert new.schema_version() == 2
+    rows = new.query("SELECT rid, bits, vec FROM node_vec_bit ORDER BY rid")
+    assert [r[0] for r in rows] == [1, 2]
+    for (_, bits, vec), want in zip(rows, vecs, strict=True):
+        assert vec == want.tobytes()
+        assert bits == np.packbits(want > 0, bitorder="little").tobytes()
+    new.close()
+
+
+# -- CLI ---------------------------------------------------------------------------------------
+def cli(db: Path, *args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, ["--db", str(db), *args], catch_exceptions=False)
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_cli_inject_json_and_explain(db_path: Path) -> None:
+    cli(db_path, "save", FOOD)
+    cli(db_path, "save", DISTRACTORS[0])
+    code, out, _ = cli(db_path, "inject", "What are my food preferences?", "--budget", "30",
+                       "--json")
+    assert code == 0
+    obj = json.loads(out)
+    assert set(obj) == {"pack_id", "budget", "tokens_used", "items"}
+    assert obj["budget"] == 30 and obj["items"][0]["content"] == FOOD
+    assert obj["tokens_used"] == tiktoken_count("\n".join(i["content"] for i in obj["items"]))
+    code, out, _ = cli(db_path, "inject", "food preferences", "--budget", "100", "--explain")
+    assert code == 0 and "relevance" in out and "path" in out
+    code, out, _ = cli(db_path, "inject", "food", "--budget", "100")
+    assert code == 0 and FOOD in out
+
+
+def test_cli_inject_budget_errors(db_path: Path) -> None:
+    cli(db_path, "save", FOOD)
+    code, _, err = cli(db_path, "inject", "food", "--budget", "-5")
+    assert code == 1 and err.startswith("Error: ") and err.count("\n") == 1
+    code, out, _ = cli(db_path, "inject", "food", "--budget", "0", "--json")
+    assert code == 0 and json.loads(out)["items"] == []
+    assert cli(db_path, "inject", "food")[0] == 2  # --budget is required

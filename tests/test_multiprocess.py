@@ -1,0 +1,106 @@
+"""Many processes, one file: `remd serve` consolidating while 8 agent processes save, inject
+and give feedback through their own Memory. Zero errors anywhere, every saved memory still
+there (live, superseded or folded into a synthesis), and an intact file."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from remd import Memory
+from tests.test_daemon import Served
+
+AGENTS = 8
+OPS = 40  # per agent at most: the agents stop earlier once REM has run CYCLES times
+CYCLES = 4
+DEADLINE_SECONDS = 60  # a hard bound on each agent, whatever happens
+HERE = Path(__file__).resolve().parent
+
+
+def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -> None:
+    with Memory(db_path, embedder=None) as m:  # the schema, before anyone races to create it
+        m.store.schema_version()
+    served = Served(db_path, "--interval", "0.5", "--http", "127.0.0.1:0", env={
+        "REMD_TRIGGERS__MAX_LIVE_NODES": "12",  # fires again and again as agents save
+        "REMD_REM__MIN_AGE_DAYS": "0",  # fresh memories may be consolidated
+        "REMD_REM__TAU": "0.95",  # nearly every memory is flagged
+        "REMD_DAEMON__LOG_LEVEL": "info",
+    })
+    port = served.wait_for("http.listening")["port"]
+    served.wait_for("daemon.ready")
+
+    outs = [tmp_path / f"agent{i}.json" for i in range(AGENTS)]
+    stop_file = tmp_path / "stop"
+    agents = [subprocess.Popen(
+        [sys.executable, str(HERE / "agent_proc.py"), str(db_path), "alpha" if i % 2 else "beta",
+         str(i), str(OPS), str(DEADLINE_SECONDS), str(stop_file), str(outs[i])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"}) for i in range(AGENTS)]
+    # The agents keep saving and injecting until the daemon has consolidated CYCLES times
+    # under them (or they reach OPS).
+    cycles = 0
+    while cycles < CYCLES and any(a.poll() is None for a in agents):
+        try:
+            event = served.events.get(timeout=1)
+        except queue.Empty:
+            continue
+        served.seen.append(event)
+        cycles += event.get("event") == "cycle.finished"
+    stop_file.touch()
+    for proc in agents:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    results = [json.loads(out.read_text()) for out in outs]
+
+    # The scheduler is still alive after the storm: one more trigger evaluation, then a clean
+    # stop.
+    while not served.events.empty():
+        served.seen.append(served.events.get())
+    served.wait_for("triggers.evaluated", timeout=120)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as api:
+        assert api.get("/healthz").json()["status"] == "ok"
+    assert served.stop(signal.SIGTERM) == 0
+
+    # Zero errors in any process.
+    assert [r["errors"] for r in results] == [[]] * AGENTS
+    bad = [e for e in served.seen if e.get("level") in ("warning", "error", "critical")
+           or e.get("event") in ("rem.failed", "tick.failed", "triggers.failed")]
+    assert bad == [], bad[:3]
+    assert sum(r["packs"] for r in results) > 0 and sum(r["feedback"] for r in results) > 0
+
+    # Every saved memory is present: live, superseded by a newer fact, or deprecated into a
+    # synthesis node that exists (following chains, since syntheses get consolidated too).
+    saved = [i for r in results for i in r["saved"]]
+    assert len(saved) == len(set(saved)) and len(saved) >= AGENTS * 6
+    con = sqlite3.connect(db_path)
+    rows = {r[0]: r[1:] for r in con.execute(
+        "SELECT id, status, deprecated_by, namespace FROM nodes")}
+    for node_id in saved:
+        status, by, _ = rows[node_id]
+        seen = {node_id}
+        while status == "deprecated":
+            assert by in rows, f"{node_id} deprecated into a missing node {by}"
+            assert by not in seen
+            seen.add(by)
+            status, by, _ = rows[by]
+        assert status in ("live", "superseded"), (node_id, status)
+
+    # REM ran repeatedly, in both namespaces, and every run ended cleanly.
+    runs = con.execute("SELECT namespace, status, synthesised FROM rem_runs").fetchall()
+    assert {s for _, s, _ in runs} <= {"completed"}, runs
+    assert len(runs) >= CYCLES and {ns for ns, _, _ in runs} == {"alpha", "beta"}
+    assert sum(n for _, _, n in runs) > 0
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
+    with Memory(db_path, embedder=None) as m:  # again through apsw, with vec0 loaded
+        assert m.store.query("PRAGMA integrity_check") == [("ok",)]
+        with m.store.transaction() as conn:  # the FTS index agrees with the nodes table
+            conn.execute("INSERT INTO node_fts (node_fts, rank) VALUES ('integrity-check', 1)")
