@@ -48,6 +48,7 @@ def _migration_sql(name: str) -> Callable[[], str]:
 MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("0001_initial", _schema_sql),
     ("0002_vec_bit", _migration_sql("0002_vec_bit")),  # quantised vectors, tag/FTS indexes
+    ("0003_vec_generation", _migration_sql("0003_vec_generation")),  # vector index reloads
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

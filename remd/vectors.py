@@ -74,7 +74,9 @@ class BitIndex:
     Rows normally arrive in increasing rid order and are appended. A node embedded late (its rid
     below ones already loaded, e.g. saved by another process whose embedding finished later) is
     caught by rescanning from the lowest rid still waiting for its embedding at the previous
-    refresh; it is then inserted in order (a rare, whole-array re-sort).
+    refresh; it is then inserted in order (a rare, whole-array re-sort). Deleted or replaced
+    rows (a REM rollback, a re-embed) bump ``vec_generation`` in remd_meta (migration 0003), and
+    the next refresh reloads the namespace in full.
     """
 
     def __init__(self, namespace: str) -> None:
@@ -83,6 +85,7 @@ class BitIndex:
         self._rids: npt.NDArray[np.int64] = np.zeros(0, np.int64)
         self._n = 0
         self._floor: int | None = None  # lowest rid pending embedding at the last refresh
+        self._generation: str | None = None  # remd_meta vec_generation the mirror was built at
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -114,6 +117,11 @@ class BitIndex:
         Run it in the same read transaction as the search so both see one state of the file.
         """
         with self._lock:
+            generation = conn.execute(
+                "SELECT value FROM remd_meta WHERE key = 'vec_generation'").fetchone()
+            gen = None if generation is None else str(generation[0])
+            if gen != self._generation:  # rows deleted or replaced since: reload in full
+                self._n, self._floor, self._generation = 0, None, gen
             upto = self._upto
             start = upto if self._floor is None else min(upto, self._floor - 1)
             floor = conn.execute(
