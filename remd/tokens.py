@@ -73,4 +73,8 @@ class TokenCounter:
         return len(self._enc.encode_ordinary(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
+        # tiktoken's batch call starts a thread pool per call: ~2 ms of overhead that only pays
+        # off on long lists (an inject pack of 30 items counts faster in a plain loop).
+        if len(texts) < 256:
+            return [len(self._enc.encode_ordinary(t)) for t in texts]
         return [len(t) for t in self._enc.encode_ordinary_batch(list(texts), num_threads=2)]
