@@ -64,3 +64,116 @@ def test_sigkilled_writers_lose_nothing_acknowledged(db_path: Path, mode: str) -
     with Memory(db_path, "after", embedder=None) as m:  # still writable
         m.save("the file is fine after the kills")
     assert os.path.getsize(db_path) > 0
+
+
+# -- SIGKILL during a REM cycle ------------------------------------------------------------------
+def _rem_consistent(m: Memory, live_before: set[str]) -> int:
+    """The checks a crash must never fail; returns how many synthesis nodes are committed."""
+    q = m.store.query
+    assert m.store.scalar("PRAGMA integrity_check") == "ok"
+    with m.store.transaction() as conn:  # FTS5 checks its index against the nodes table
+        conn.execute("INSERT INTO node_fts (node_fts, rank) VALUES ('integrity-check', 1)")
+    status = {i: (s, d) for i, s, d in q("SELECT id, status, deprecated_by FROM nodes")}
+    synth = {i for i, k, s in q("SELECT id, kind, status FROM nodes WHERE kind = 'synthesis'")
+             if s == "live"}
+    derived: dict[str, set[str]] = {}
+    for src, dst in q("SELECT src, dst FROM edges WHERE type = 'DERIVED_FROM' AND live = 1"):
+        derived.setdefault(src, set()).add(dst)
+    committed = {r[0] for r in q("SELECT synthesis_id FROM rem_clusters "
+                                 "WHERE status = 'committed'")}
+    for node in live_before:  # still live, or deprecated by a committed synthesis that exists
+        st, by = status[node]
+        if st != "live":
+            assert st == "deprecated" and by in synth, (node, st, by)
+            assert node in derived.get(by, set()), f"{by} lacks DERIVED_FROM {node}"
+    for s in synth:  # no synthesis without its members, its edges and its audit row
+        assert s in committed, s
+        members = derived.get(s, set())
+        assert len(members) >= 2, s
+        assert all(status[x] == ("deprecated", s) for x in members), s
+    # Edges re-pointed by a committed cluster point at nodes that exist.
+    for src, dst in q("SELECT src, dst FROM edges WHERE live = 1 AND rem_run IS NOT NULL"):
+        assert src in status and dst in status
+    return len(synth)
+
+
+def _rem_dump(m: Memory) -> dict[str, object]:
+    q = m.store.query
+    return {
+        "nodes": q("SELECT * FROM nodes ORDER BY rid"),
+        "edges": q("SELECT * FROM edges ORDER BY eid"),
+        "node_tags": q("SELECT * FROM node_tags ORDER BY tid, rid"),
+        "tags": q("SELECT tid, name, df FROM tags ORDER BY tid"),
+        "node_vec": q("SELECT rowid FROM node_vec ORDER BY rowid"),
+        "node_vec_bit": q("SELECT rid, bits FROM node_vec_bit ORDER BY rid"),
+    }
+
+
+def _roll_everything_back(m: Memory) -> None:
+    runs = m.store.query("SELECT run_id FROM rem_runs WHERE status != 'rolled_back' "
+                         "ORDER BY started_at DESC, rowid DESC")
+    for (run_id,) in runs:
+        m.rollback(run_id)
+
+
+@pytest.fixture
+def rem_db(db_path: Path) -> Path:
+    from remd.exchange import import_lines
+    from tests.test_rem import NOW, fragments, old_lines
+
+    with Memory(db_path, clock=lambda: NOW) as m:
+        import_lines(m, old_lines(fragments(12)))  # 120 year-old fragments, 12 topics
+        m.refresh_importance(NOW)  # each run refreshes at NOW first: compare after that
+    return db_path
+
+
+def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
+        rem_db: Path, llm_server: object) -> None:
+    """22 kills: in planning, between clusters, inside a cluster's write (offline synthesiser)
+    and during synthesis calls (a slow OpenAI-compatible server). After each: the checks of
+    _rem_consistent; then every run, interrupted or finished, rolls back to the exact graph."""
+    from tests.llm_server import LLMServer, slow
+    from tests.test_rem import NOW
+
+    server = llm_server
+    assert isinstance(server, LLMServer)
+    server.default = slow(0.15)
+    rng = random.Random(7)
+    with Memory(rem_db, clock=lambda: NOW) as m:
+        before = _rem_dump(m)
+        live_before = {r[0] for r in m.store.query("SELECT id FROM nodes WHERE status = 'live'")}
+    # One full run, timed from "ready" to "done", so kills can be spread over the whole cycle.
+    proc = _spawn(["tests.crash_rem", str(rem_db), str(NOW)])
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    t0 = time.perf_counter()
+    out, err = proc.communicate(timeout=120)
+    span = time.perf_counter() - t0
+    assert proc.returncode == 0 and "done rem_" in out, err
+    clusters = out.count("cluster ") - 1  # the first line is "cluster 0/N", before any
+    with Memory(rem_db, clock=lambda: NOW) as m:
+        assert _rem_consistent(m, live_before) == clusters >= 5
+        _roll_everything_back(m)
+        assert _rem_dump(m) == before
+    kills = committed_seen = attempts = 0
+    while kills < 22 and attempts < 40:
+        attempts += 1
+        llm = attempts % 3 == 0  # a third of the kills land in (slow) synthesis calls
+        args = ["tests.crash_rem", str(rem_db), str(NOW), *([server.base_url] if llm else [])]
+        proc = _spawn(args)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, span + (clusters * 0.15 / 2 if llm else 0.0)))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        kills += proc.returncode == -signal.SIGKILL
+        with Memory(rem_db, clock=lambda: NOW) as m:
+            committed_seen += _rem_consistent(m, live_before)
+            if attempts % 4 == 0:  # the next run completes over what the crash left
+                run = m.run_rem(now=NOW)
+                assert run.status.value == "completed"
+                _rem_consistent(m, live_before)
+            _roll_everything_back(m)
+            assert _rem_dump(m) == before, f"rollback after kill {kills} is not exact"
+    assert kills >= 20
+    assert committed_seen > 0  # some kills landed after clusters had committed
