@@ -7,6 +7,7 @@ passed explicitly to whatever needs it: there is no module-level instance.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import tomllib
@@ -183,8 +184,11 @@ class DaemonConfig(_Section):
 
     @model_validator(mode="after")
     def _check_http(self) -> DaemonConfig:
-        if self.http is not None:
-            self.http_address  # noqa: B018 - raises ValueError for a bad address
+        address = self.http_address  # raises ValueError for a bad address
+        if address is not None and not _is_loopback(address[0]) and self.http_token is None:
+            # Every memory of every namespace would be readable by anyone on the network.
+            raise ValueError(f"http binds {address[0]!r}, which is not loopback: set "
+                             "daemon.http_token (REMD_DAEMON__HTTP_TOKEN) to serve it there")
         return self
 
     @property
@@ -198,6 +202,16 @@ class DaemonConfig(_Section):
         if not port.isdigit() or int(port) > 65535 or any(c.isspace() for c in host):
             raise ValueError(f"http must look like HOST:PORT, not {self.http!r}")
         return host or "127.0.0.1", int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and localhost; a name or any other address counts as the network."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class Config(_Section):
