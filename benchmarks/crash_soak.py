@@ -16,6 +16,7 @@ and the graph must equal the one before, byte for byte. Prints a markdown table.
 from __future__ import annotations
 
 import argparse
+import logging
 import platform
 import random
 import signal
@@ -24,6 +25,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -46,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topics", type=int, default=12, help="10 fragments each (at most 30)")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
+    # The parent's own REM and rollback events go to stderr, warnings only: stdout is the table.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     rng = random.Random(args.seed)
     server = LLMServer(default=slow(0.15))
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},

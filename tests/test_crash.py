@@ -177,3 +177,50 @@ def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
             assert _rem_dump(m) == before, f"rollback after kill {kills} is not exact"
     assert kills >= 20
     assert committed_seen > 0  # some kills landed after clusters had committed
+
+
+def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> None:
+    """`remd serve` is SIGKILLed three times mid-cycle while two agent processes keep saving
+    (one into the namespace being consolidated); every acknowledged save survives, the REM
+    invariants hold, and a restarted daemon finishes the job and stops cleanly."""
+    from remd.exchange import import_lines
+    from tests.test_daemon import Served
+    from tests.test_rem import NOW, fragments, old_lines
+
+    with Memory(db_path, "work", clock=lambda: NOW) as m:
+        import_lines(m, old_lines(fragments(12)))
+        live_before = {r[0] for r in m.store.query("SELECT id FROM nodes WHERE status = 'live'")}
+    writers = {ns: _spawn(["tests.crash_writer", str(db_path), ns]) for ns in ("work", "w2")}
+    for proc in writers.values():
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    env = {"REMD_TRIGGERS__MAX_LIVE_NODES": "10", "REMD_DAEMON__LOG_LEVEL": "debug"}
+    rng = random.Random(3)
+    try:
+        for _ in range(3):
+            served = Served(db_path, "--interval", "1", env=env)
+            served.wait_for("rem.started", namespace="work")
+            time.sleep(rng.uniform(0.05, 0.6))
+            assert served.stop(signal.SIGKILL) == -signal.SIGKILL
+    finally:
+        acknowledged: dict[str, set[str]] = {}
+        for ns, proc in writers.items():
+            proc.send_signal(signal.SIGKILL)
+            out, _ = proc.communicate()
+            acknowledged[ns] = set(out.split("\n")[:-1])
+    assert _integrity(db_path) == "ok"
+    with Memory(db_path, "work", clock=lambda: NOW) as m:
+        _rem_consistent(m, live_before)
+        rows = {i: (ns, s, d) for i, ns, s, d in m.store.query(
+            "SELECT id, namespace, status, deprecated_by FROM nodes")}
+    for ns, ids in acknowledged.items():
+        assert ids, ns
+        for i in ids:
+            assert i in rows and rows[i][0] == ns, f"acknowledged {i} lost"
+            assert rows[i][1] == "live" or rows[i][2] in rows
+    served = Served(db_path, "--interval", "3600", env=env)
+    finished = served.wait_for("cycle.finished", namespace="work")
+    assert finished["status"] == "completed"
+    assert served.stop(signal.SIGTERM) == 0
+    with Memory(db_path, "work", clock=lambda: NOW) as m:
+        _rem_consistent(m, live_before)
+        assert m.stats().synthesis >= 5
