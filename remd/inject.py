@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("remd.inject")
 
 DAY = 86400.0
+MAX_BUDGET = 2**63 - 1
 _SOURCES = ("graph", "vector", "lexical")
 # Words that carry no topic of their own: left out of the FTS5 query (bm25 would give them a
 # small weight anyway, but their long posting lists cost time).
@@ -139,6 +140,8 @@ def check_budget(budget: object) -> int:
         raise InvalidInput(f"token budget must be an integer, not {type(budget).__name__}")
     if budget < 0:
         raise InvalidInput(f"token budget must be >= 0, not {budget}")
+    if budget > MAX_BUDGET:  # the packs row stores it as a SQLite integer
+        raise InvalidInput(f"token budget must be at most {MAX_BUDGET}, not {budget}")
     return budget
 
 

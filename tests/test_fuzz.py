@@ -1,0 +1,154 @@
+"""Hypothesis against every entry point of one real file: each call works or raises a typed
+RemdError; afterwards the file is intact and the memories saved before are unchanged.
+
+Save fuzzing on its own is in tests/test_faults.py; this drives inject (queries and budgets of
+0/1/huge/negative/not an int), lookups by unknown or hostile ids, feedback, rollback, tag tools,
+odd namespaces, and the HTTP API with hostile JSON (4xx JSON errors, never a 500).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from remd import Memory, RemdError
+from remd.tokens import TokenCounter
+from tests.test_http import serve
+
+ANCHORS = ["I'm allergic to peanuts and I prefer dark chocolate",
+           "My city has changed to Mumbai", "Project Falcon launches in March"]
+COUNTER = TokenCounter()
+
+_text = st.one_of(
+    st.text(max_size=300),
+    st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=40),
+    st.sampled_from(["\x00", "\ud800 lone", "'; DROP TABLE nodes; --", "\u202eevil RTL",
+                     "🧠💾🔥", "NEAR(a b)", '"unclosed', "a* OR b*", "peanuts AND -chocolate",
+                     "SELECT * FROM nodes", "[[memory:x]]", "x" * 1_048_577, " \t\n ", "%s%n"]),
+)
+_budget = st.one_of(st.sampled_from([0, 1, 2, 10**12, 2**63, -1, -(2**63)]),
+                    st.integers(-5, 5000), st.floats(allow_nan=True), st.none(), st.text(max_size=5),
+                    st.booleans())
+_namespace = st.one_of(st.just("default"), st.text(max_size=80),
+                       st.sampled_from(["", "../etc", "a" * 65, "ns with space", "NUL\x00"]))
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Memory, list[Any]]]:
+    path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
+    with Memory(path) as m:
+        for text in ANCHORS:
+            m.save(text)
+        before = m.store.query("SELECT id, content, status FROM nodes ORDER BY rid")
+        yield m, before
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        con.close()
+
+
+def _ok_or_typed(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except RemdError:
+        return None
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=_text, budget=_budget)
+def test_inject_fuzz(shared: tuple[Memory, list[Any]], query: str, budget: Any) -> None:
+    m, before = shared
+    pack = _ok_or_typed(lambda: m.inject(query, budget))
+    if pack is not None:
+        assert isinstance(budget, int) and budget >= 0
+        assert pack.tokens_used == COUNTER.count(pack.text) <= budget
+    assert m.store.query("SELECT id, content, status FROM nodes ORDER BY rid")[:3] == before
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ident=_text, accepted=st.one_of(st.booleans(), st.floats(allow_nan=True), st.integers(),
+                                       st.none(), st.text(max_size=3)))
+def test_lookups_and_feedback_fuzz(shared: tuple[Memory, list[Any]], ident: str,
+                                   accepted: Any) -> None:
+    m, before = shared
+    for call in (lambda: m.get(ident), lambda: m.history(ident), lambda: m.forget(ident),
+                 lambda: m.feedback(ident, accepted), lambda: m.rollback(ident),
+                 lambda: m.rename_tag(ident, "renamed"), lambda: m.merge_tags(ident, "food"),
+                 lambda: m.add_subtype(ident, "food"), lambda: m.subtypes(ident),
+                 lambda: m.suggest_related_tags([ident]),
+                 lambda: m.memories_by_tag_cluster(ident, 2)):
+        _ok_or_typed(call)
+    now = m.store.query("SELECT id, content, status FROM nodes ORDER BY rid")
+    assert [r[:2] for r in now[:3]] == [r[:2] for r in before]  # nothing unknown touched them
+    assert all(r[2] in ("live", "forgotten", "superseded") for r in now[:3])
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ns=_namespace, text=_text, tags=st.one_of(st.none(), st.lists(_text, max_size=3)))
+def test_odd_namespaces_and_tags(tmp_path_factory: pytest.TempPathFactory, ns: str, text: str,
+                                 tags: list[str] | None) -> None:
+    path = tmp_path_factory.mktemp("ns") / "f.db"
+    m = _ok_or_typed(lambda: Memory(path, ns, embedder=None))
+    if m is None:
+        return
+    with m:
+        anchor = m.save("anchor")
+        _ok_or_typed(lambda: m.save(text, tags=tags))
+        _ok_or_typed(lambda: m.inject(text, 50))
+        assert m.get(anchor.id).content == "anchor"
+
+
+HOSTILE_BODIES: list[tuple[str, str, Any]] = [
+    ("POST", "/v1/memories", b'{"content": "lone \\ud800 surrogate"}'),  # valid JSON
+    ("POST", "/v1/memories", {"content": 42}),
+    ("POST", "/v1/memories", {"content": "ok", "namespace": "../../etc"}),
+    ("POST", "/v1/memories", {"content": "ok", "tags": ["\x00"]}),
+    ("POST", "/v1/memories", ["not", "an", "object"]),
+    ("POST", "/v1/inject", {"query": "peanuts", "token_budget": -1}),
+    ("POST", "/v1/inject", {"query": "peanuts", "token_budget": 2**70}),
+    ("POST", "/v1/inject", {"query": "peanuts", "token_budget": "ten"}),
+    ("POST", "/v1/inject", {"query": "", "token_budget": 10}),
+    ("POST", "/v1/inject", {"query": "x" * 2_000_000, "token_budget": 10}),
+    ("POST", "/v1/feedback", {"pack_id": "'; DROP TABLE packs; --", "accepted": True}),
+    ("POST", "/v1/feedback", {"pack_id": "p", "accepted": "maybe"}),
+    ("GET", "/v1/memories/%00", None),
+    ("GET", "/v1/memories/..%2F..%2Fetc", None),
+    ("GET", "/v1/memories/x/history?namespace=%F0%9F%A7%A0", None),
+    ("GET", "/v1/stats?namespace=" + "n" * 500, None),
+]
+
+
+def test_http_answers_hostile_requests_with_json_4xx(tmp_path: Path) -> None:
+    db = tmp_path / "http.db"
+    with Memory(db, embedder=None) as m:
+        anchor = m.save(ANCHORS[0]).id
+    server, pool = serve(db)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            for method, url, body in HOSTILE_BODIES:
+                if isinstance(body, bytes):
+                    r = api.request(method, url, content=body,
+                                    headers={"content-type": "application/json"})
+                else:
+                    r = api.request(method, url, json=body) if body is not None else \
+                        api.request(method, url)
+                assert 400 <= r.status_code < 500, (method, url, r.status_code, r.text[:200])
+                assert "error" in r.json(), (method, url)
+            raw = api.post("/v1/memories", content=b"\xff\xfe not utf-8",
+                           headers={"content-type": "application/json"})
+            assert raw.status_code == 400 and "error" in raw.json()
+            assert api.get(f"/v1/memories/{anchor}").json()["content"] == ANCHORS[0]
+    finally:
+        server.stop()
+        pool.close()
