@@ -34,8 +34,8 @@ _text = st.one_of(
                      "SELECT * FROM nodes", "[[memory:x]]", "x" * 1_048_577, " \t\n ", "%s%n"]),
 )
 _budget = st.one_of(st.sampled_from([0, 1, 2, 10**12, 2**63, -1, -(2**63)]),
-                    st.integers(-5, 5000), st.floats(allow_nan=True), st.none(), st.text(max_size=5),
-                    st.booleans())
+                    st.integers(-5, 5000), st.floats(allow_nan=True), st.none(),
+                    st.text(max_size=5), st.booleans())
 _namespace = st.one_of(st.just("default"), st.text(max_size=80),
                        st.sampled_from(["", "../etc", "a" * 65, "ns with space", "NUL\x00"]))
 
