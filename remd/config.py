@@ -55,8 +55,8 @@ class InjectConfig(_Section):
     decay: float = Field(0.85, gt=0, le=1, description="alpha: activation kept per hop")
     beam: int = Field(128, ge=1, description="B: activated tags kept")
     idf_min_memories: int = Field(50, ge=0)
-    vector_k: int = Field(16, ge=0, description="nearest memories used as hybrid seeds")
-    fts_k: int = Field(16, ge=0, description="lexical (FTS5) hits used as hybrid seeds")
+    vector_k: int = Field(32, ge=0, description="nearest memories used as hybrid seeds")
+    fts_k: int = Field(32, ge=0, description="lexical (FTS5) hits used as hybrid seeds")
     per_tag_cap: int = Field(64, ge=1, description="memories read per activated tag")
     max_candidates: int = Field(512, ge=1)
     diversity_penalty: float = Field(0.15, ge=0, le=1)
@@ -75,10 +75,11 @@ class InjectConfig(_Section):
     fts_max_postings: int = Field(2000, ge=1, description=(
         "query words are kept, rarest first, while the memories matching them stay below this"))
     fts_max_terms: int = Field(12, ge=1)
-    fusion_k: float = Field(60.0, gt=0, description="k of the reciprocal-rank fusion")
+    fusion_k: float = Field(8.0, gt=0, description=(
+        "k of the reciprocal-rank fusion: small, so a source's top ranks decide"))
     graph_weight: float = Field(1.0, ge=0, description="weight of tag-graph evidence")
     vector_weight: float = Field(1.0, ge=0, description="weight of vector evidence")
-    lexical_weight: float = Field(1.0, ge=0, description="weight of FTS5 bm25 evidence")
+    lexical_weight: float = Field(1.5, ge=0, description="weight of FTS5 bm25 evidence")
     recency_weight: float = Field(0.1, ge=0, le=1, description=(
         "score multiplier is (1 - w) + w * recency: old but relevant memories stay in"))
     recency_half_life_days: float = Field(90.0, gt=0)

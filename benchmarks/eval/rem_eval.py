@@ -1,7 +1,11 @@
 """REM retention: LoCoMo recall and live memories before and after one forced REM cycle.
 
-Each conversation is ingested as in the recall section, every scored question is asked at every
-budget, one REM cycle runs with the offline synthesiser, and the questions are asked again. After
+Each conversation is ingested as in the recall section and every scored question is asked at
+every budget (a day after the last session). Then a year passes: one REM cycle runs at that
+time with the offline synthesiser (the memories are now old and their accesses outside the
+30-day window, so the default importance flags what it would flag in a real deployment; a
+cycle run the day after flags almost nothing, as it should), and the questions are asked
+again, a year later. After
 REM an evidence turn counts as found when the pack holds its memory or a synthesis derived from
 it (DERIVED_FROM, followed transitively).
 """
@@ -32,8 +36,12 @@ def _ask_all(subject: RemdSubject, conv: locomo.Conversation, budgets: Sequence[
     return out
 
 
+YEAR = 365 * 86400.0
+
+
 def run_rem(mem: Any) -> Any:
-    """One REM cycle now, whatever the triggers say (the manual path, offline synthesiser)."""
+    """One REM cycle at the memory's clock, whatever the triggers say (the manual path,
+    offline synthesiser)."""
     from remd.rem import run_rem as rem_cycle
     from remd.synthesis import OfflineSynthesiser
 
@@ -58,6 +66,7 @@ def section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
             mem = subject.ingest(conv)
             before = _ask_all(subject, conv, budgets)
             lb = mem.stats().live
+            subject.now += YEAR
             t1 = time.perf_counter()
             run = run_rem(mem)
             rem_s = time.perf_counter() - t1
@@ -78,8 +87,9 @@ def section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
         subject.close()
     mid = budgets[len(budgets) // 2]
     print("## REM retention (LoCoMo, offline synthesiser)\n")
-    print(f"One forced REM cycle per conversation; recall over categories 1-4; a synthesis item "
-          f"credits the turns it was derived from. Per conversation at budget {mid}:\n")
+    print(f"One forced REM cycle per conversation, a year after its last session; recall over "
+          f"categories 1-4; a synthesis item credits the turns it was derived from. Per "
+          f"conversation at budget {mid}:\n")
     print(table(["conversation", "live before", "live after", "reduction", "clusters",
                  "synthesised", f"recall@{mid} before", f"recall@{mid} after", "REM s"], rows)
           + "\n")
