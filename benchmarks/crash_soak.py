@@ -34,6 +34,7 @@ from remd import Memory  # noqa: E402
 from remd.exchange import import_lines  # noqa: E402
 from tests.llm_server import LLMServer, slow  # noqa: E402
 from tests.test_crash import (  # noqa: E402
+    _kill_and_read,
     _rem_consistent,
     _rem_dump,
     _roll_everything_back,
@@ -71,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         proc = _spawn(["tests.crash_rem", str(db), str(NOW)])
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         t0 = time.perf_counter()
-        out, _ = proc.communicate(timeout=300)
+        out = proc.stdout.read()  # not communicate(): it would drop what readline buffered
+        proc.wait(timeout=300)
         span = time.perf_counter() - t0
         clusters = out.count("cluster ") - 1
         with Memory(db, clock=lambda: NOW) as m:
@@ -84,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                            *([server.base_url] if llm else [])])
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
             time.sleep(rng.uniform(0.0, span + (clusters * 0.15 / 2 if llm else 0.0)))
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate()
+            _kill_and_read(proc)
             if proc.returncode == -signal.SIGKILL:
                 stats["kills"] += 1
             else:

@@ -155,6 +155,8 @@ class Store:
                 self._rollback()
                 if isinstance(exc, apsw.Error):
                     raise _wrap(exc, self.path) from exc
+                if isinstance(exc, UnicodeEncodeError):  # a bound string with a lone surrogate
+                    raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
                 raise
             else:
                 try:
@@ -217,6 +219,8 @@ class Store:
                 yield self.conn
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
+            except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
+                raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
             finally:
                 self._depth = 0
                 self._rollback()

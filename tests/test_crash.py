@@ -23,6 +23,21 @@ def _spawn(args: list[str]) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True)
 
 
+def _kill_and_read(proc: subprocess.Popen[str]) -> str:
+    """SIGKILL ``proc`` and return all it wrote to stdout.
+
+    Read through ``proc.stdout`` itself, never ``communicate()``: communicate reads the raw
+    pipe and would drop what an earlier ``readline()`` had already buffered (the first ids).
+    """
+    proc.send_signal(signal.SIGKILL)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.read()
+    return out
+
+
 def _integrity(path: Path) -> str:
     con = sqlite3.connect(path)
     try:
@@ -46,8 +61,7 @@ def test_sigkilled_writers_lose_nothing_acknowledged(db_path: Path, mode: str) -
             assert proc.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.2, 0.6))  # let them write, then kill at a random moment
         for ns, proc in procs.items():
-            proc.send_signal(signal.SIGKILL)
-            out, _ = proc.communicate()
+            out = _kill_and_read(proc)
             assert proc.returncode == -signal.SIGKILL
             # A torn last line was never acknowledged; every complete line was.
             lines = out.split("\n")[:-1]
@@ -147,9 +161,9 @@ def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     t0 = time.perf_counter()
-    out, err = proc.communicate(timeout=120)
+    out = proc.stdout.read()  # not communicate(): see _kill_and_read
+    assert proc.wait(timeout=120) == 0 and "done rem_" in out
     span = time.perf_counter() - t0
-    assert proc.returncode == 0 and "done rem_" in out, err
     clusters = out.count("cluster ") - 1  # the first line is "cluster 0/N", before any
     with Memory(rem_db, clock=lambda: NOW) as m:
         assert _rem_consistent(m, live_before) == clusters >= 5
@@ -164,8 +178,7 @@ def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, span + (clusters * 0.15 / 2 if llm else 0.0)))
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
+        _kill_and_read(proc)
         kills += proc.returncode == -signal.SIGKILL
         with Memory(rem_db, clock=lambda: NOW) as m:
             committed_seen += _rem_consistent(m, live_before)
@@ -204,8 +217,7 @@ def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> Non
     finally:
         acknowledged: dict[str, set[str]] = {}
         for ns, proc in writers.items():
-            proc.send_signal(signal.SIGKILL)
-            out, _ = proc.communicate()
+            out = _kill_and_read(proc)
             acknowledged[ns] = set(out.split("\n")[:-1])
     assert _integrity(db_path) == "ok"
     with Memory(db_path, "work", clock=lambda: NOW) as m:
