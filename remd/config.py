@@ -30,6 +30,9 @@ class StoreConfig(_Section):
     lock_retries: int = Field(5, ge=0, description="extra BEGIN IMMEDIATE attempts after busy")
     max_content_chars: int = Field(65536, ge=1, description="longest memory accepted")
     encoding: str = Field("o200k_base", description="tiktoken encoding for token counts")
+    mmap_bytes: int = Field(1 << 30, ge=0, description=(
+        "PRAGMA mmap_size: reads map the file instead of copying pages (inject at 100k "
+        "memories: 22.7 -> 16.7 ms); 0 turns it off"))
 
 
 class EmbedConfig(_Section):

@@ -102,6 +102,7 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
         conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL
         conn.execute("PRAGMA temp_store=MEMORY")
         conn.execute("PRAGMA cache_size=-32000")
+        conn.execute(f"PRAGMA mmap_size={int(config.mmap_bytes)}")
     except apsw.Error as exc:
         raise _wrap(exc, path) from exc
     return conn
