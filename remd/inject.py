@@ -14,7 +14,8 @@ The pipeline (every step bounded by configuration, never by the namespace's size
    keep the best ``beam`` (B) activated tags. Each tag remembers the path that activated it.
 3. Candidates. At most ``per_tag_cap`` live memories per activated tag (``node_tags_top``), at
    most ``max_candidates`` in all, plus the vector and lexical hits. Never superseded,
-   deprecated, forgotten, expired or other-namespace nodes.
+   deprecated, forgotten, expired or other-namespace nodes: a vector or lexical hit on a
+   fragment a REM run deprecated counts for the live synthesis that carries its words.
 4. Score. The graph, vector and lexical rankings are fused by weighted reciprocal rank (each
    source is evidence; none is required), then multiplied by mild recency and importance
    factors, ``(1 - w) + w * x``, so an old but relevant memory is not crushed.
@@ -418,12 +419,14 @@ class _Injector:
             rows: list[tuple[Any, ...]] = list(conn.execute(
                 "SELECT n.rid, bm25(node_fts) AS s FROM node_fts "
                 "JOIN nodes n ON n.rid = node_fts.rowid "
-                "WHERE node_fts MATCH ? AND n.namespace = ? AND n.status = 'live' "
+                "WHERE node_fts MATCH ? AND n.namespace = ? "
+                "AND n.status IN ('live', 'deprecated') "
                 "ORDER BY s LIMIT ?", (expr, self.ns, self.cfg.fts_k)))
         except apsw.SQLError as exc:  # a tokenizer edge case must not fail the inject
             log.warning("inject.fts_failed", error=str(exc))
             return []
-        return [(int(rid), -float(s)) for rid, s in rows]
+        # A deprecated fragment's match counts for the synthesis that carries its words.
+        return self._resolve(conn, [(int(rid), -float(s)) for rid, s in rows])
 
     # -- scoring --------------------------------------------------------------------------
     def _load(self, conn: apsw.Connection, cands: dict[int, _Candidate]) -> None:
@@ -498,12 +501,16 @@ class _Injector:
         boost: dict[int, float] = {}
         read = 0
         for c in top:
+            if c.kind == NodeKind.SYNTHESIS.value:
+                continue  # written by a REM run, not saved beside anything: no neighbours
             for op, order in (("<", "DESC"), (">", "ASC")):
                 row = conn.execute(
-                    f"SELECT rid, created_at FROM nodes WHERE namespace = ? AND status = 'live' "
-                    f"AND rid {op} ? ORDER BY rid {order} LIMIT 1", (self.ns, c.rid)).fetchone()
+                    f"SELECT rid, created_at, kind FROM nodes WHERE namespace = ? "
+                    f"AND status = 'live' AND rid {op} ? ORDER BY rid {order} LIMIT 1",
+                    (self.ns, c.rid)).fetchone()
                 read += 1
-                if row is None or abs(float(row[1]) - c.created_at) > cfg.context_window:
+                if (row is None or row[2] == NodeKind.SYNTHESIS.value
+                        or abs(float(row[1]) - c.created_at) > cfg.context_window):
                     continue
                 rid = int(row[0])
                 boost[rid] = max(boost.get(rid, 0.0), cfg.context_weight * c.base)
@@ -590,8 +597,7 @@ class _Injector:
                 self.n = self._size(conn)
                 qseeds = self._query_seeds(conn, query)
                 cands: dict[int, _Candidate] = {}
-                live_near = self._live(conn, [r for r, _ in near])
-                near = [(r, s) for r, s in near if r in live_near][: cfg.vector_k]
+                near = self._resolve(conn, near)[: cfg.vector_k]
                 vseeds = self._vector_seeds(conn, near, set(qseeds))
                 seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
                 seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]
@@ -618,13 +624,49 @@ class _Injector:
         self._record(pack, picked, walk)
         return pack
 
-    def _live(self, conn: apsw.Connection, rids: Sequence[int]) -> set[int]:
-        if not rids:
-            return set()
-        marks = ",".join("?" * len(rids))
-        return {int(r[0]) for r in conn.execute(
-            f"SELECT rid FROM nodes WHERE rid IN ({marks}) AND namespace = ? "
-            f"AND status = 'live'", (*rids, self.ns))}
+    def _stand_ins(self, conn: apsw.Connection, rids: Iterable[int]) -> dict[int, int]:
+        """rid -> the live node that stands for it in this namespace: itself when live, else the
+        live synthesis a REM run folded it into (``deprecated_by``, followed for a few hops).
+
+        A synthesis is as long as several fragments and its vector is their centroid, so a
+        question about one fragment matches the fragment far better than its synthesis; the
+        fragment's match is evidence for the synthesis that now carries its words. Superseded,
+        forgotten and other-namespace nodes stand for nothing.
+        """
+        current = {int(r): int(r) for r in rids}  # original rid -> node to look at
+        out: dict[int, int] = {}
+        for _ in range(4):  # a synthesis folded again by a later run: follow it
+            if not current:
+                break
+            look = sorted(set(current.values()))
+            marks = ",".join("?" * len(look))
+            info = {int(rid): (str(status), None if nxt is None else int(nxt))
+                    for rid, status, nxt in conn.execute(
+                        f"SELECT n.rid, n.status, s.rid FROM nodes n LEFT JOIN nodes s "
+                        f"ON s.id = n.deprecated_by AND s.namespace = n.namespace "
+                        f"WHERE n.rid IN ({marks}) AND n.namespace = ?", (*look, self.ns))}
+            follow: dict[int, int] = {}
+            for orig, rid in current.items():
+                status, nxt = info.get(rid, ("", None))
+                if status == "live":
+                    out[orig] = rid
+                elif status == "deprecated" and nxt is not None:
+                    follow[orig] = nxt
+            current = follow
+        return out
+
+    def _resolve(self, conn: apsw.Connection, hits: Sequence[tuple[int, float]]
+                 ) -> list[tuple[int, float]]:
+        """Hits mapped to their stand-ins (see _stand_ins), best score per stand-in, best first."""
+        if not hits:
+            return []
+        stand = self._stand_ins(conn, (r for r, _ in hits))
+        best: dict[int, float] = {}
+        for rid, score in hits:
+            target = stand.get(rid)
+            if target is not None and score > best.get(target, -math.inf):
+                best[target] = score
+        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def _texts(self, conn: apsw.Connection, rids: Sequence[int]
                ) -> tuple[dict[int, str], dict[int, tuple[str, ...]]]:

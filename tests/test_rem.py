@@ -505,3 +505,36 @@ def test_coverage_counts_names_and_numbers_kept() -> None:
     assert coverage(full, frags) == 1.0
     vague = SynthesisAnswer(synthesis="A project has a budget.", key_entities=["Falcon"])
     assert coverage(vague, frags) == 0.25
+
+
+def test_inject_credits_a_folded_fragment_to_its_synthesis(old_memory: Memory) -> None:
+    """A vector or lexical hit on a deprecated fragment stands for the live synthesis that
+    carries its words; superseded, forgotten and other namespaces' nodes stand for nothing."""
+    from remd.inject import _Injector
+
+    m = old_memory
+    run = m.run_rem(now=NOW)
+    assert run.synthesised >= 1
+    rows = m.store.query("SELECT n.rid, s.rid FROM nodes n JOIN nodes s ON s.id = n.deprecated_by "
+                         "WHERE n.status = 'deprecated'")
+    assert rows
+    live = m.store.query("SELECT rid FROM nodes WHERE status = 'live' AND kind != 'synthesis'")
+    forgotten = m.save("a note to forget")
+    m.forget(forgotten.id)
+    gone = int(m.store.scalar("SELECT rid FROM nodes WHERE id = ?", (forgotten.id,)))
+    with Memory(m.store.path, "elsewhere", clock=lambda: NOW) as other:
+        other_rid = int(other.store.scalar(
+            "SELECT rid FROM nodes WHERE id = ?", (other.save("another namespace").id,)))
+    injector = _Injector(m, m.namespace, NOW)
+    with m.store.snapshot() as conn:
+        stand = injector._stand_ins(conn, [r for r, _ in rows] + [r for (r,) in live]
+                                    + [gone, other_rid])
+        resolved = injector._resolve(conn, [(rows[0][0], 0.9), (rows[0][1], 0.5)])
+    assert all(stand[member] == synth for member, synth in rows)
+    assert all(stand[r] == r for (r,) in live)
+    assert gone not in stand and other_rid not in stand
+    assert resolved == [(rows[0][1], 0.9)]  # the member's better score, once
+    pack = m.inject("What is the Falcon wiki password hint?", 400)
+    assert any("amber-100" in i.content for i in pack.items)
+    assert all(i.id not in {r[0] for r in m.store.query(
+        "SELECT id FROM nodes WHERE status != 'live'")} for i in pack.items)

@@ -64,8 +64,7 @@ class Probe(_Injector):
             qseeds = self._query_seeds(conn, query)
             near = self._vector_hits(conn, query)
             cands: dict[int, _Candidate] = {}
-            live_near = self._live(conn, [r for r, _ in near])
-            near = [(r, s) for r, s in near if r in live_near][: cfg.vector_k]
+            near = self._resolve(conn, near)[: cfg.vector_k]
             vseeds = self._vector_seeds(conn, near, set(qseeds))
             walk = self._propagate(conn, {**qseeds, **vseeds})
             self._graph_candidates(conn, walk, cands)
