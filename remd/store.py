@@ -49,6 +49,7 @@ MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("0001_initial", _schema_sql),
     ("0002_vec_bit", _migration_sql("0002_vec_bit")),  # quantised vectors, tag/FTS indexes
     ("0003_vec_generation", _migration_sql("0003_vec_generation")),  # vector index reloads
+    ("0004_node_tags_live", _migration_sql("0004_node_tags_live")),  # live rows of a tag
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -241,23 +242,17 @@ class Store:
 
         Raises SchemaVersionError for a newer file, StoreError for a file that is not ours.
         """
-        version = self.schema_version()
-        if version > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"database {self.path!r} has schema version {version}, newer than this remd "
-                f"({SCHEMA_VERSION}); upgrade remd"
-            )
-        if version == SCHEMA_VERSION:
+        if self._check_version(self.schema_version()):
             return
-        if version == 0:
-            foreign = self.scalar(
-                "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
-            )
-            if foreign:
-                raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
         with self.transaction() as conn:
-            # Re-read under the write lock: another process may have migrated meanwhile.
+            # Decide again under the write lock: agents opening a new file together race to
+            # migrate it, and the winner's tables must not make the others call it foreign.
             version = self.schema_version()
+            if self._check_version(version):
+                return
+            if version == 0 and self.scalar(
+                    "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"):
+                raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
             for name, sql in MIGRATIONS[version:]:
                 conn.execute(sql())
                 conn.execute(
@@ -269,6 +264,15 @@ class Store:
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(SCHEMA_VERSION),),
             )
+
+    def _check_version(self, version: int) -> bool:
+        """True if the file is current; raises SchemaVersionError if it is newer than us."""
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"database {self.path!r} has schema version {version}, newer than this remd "
+                f"({SCHEMA_VERSION}); upgrade remd"
+            )
+        return version == SCHEMA_VERSION
 
     def close(self) -> None:
         with self._lock:

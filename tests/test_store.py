@@ -3,6 +3,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import apsw
@@ -70,6 +72,46 @@ def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
         Store(other, StoreConfig())
     con = sqlite3.connect(other)
     assert con.execute("SELECT name FROM sqlite_master").fetchall() == [("things",)]
+
+
+class _LateStore(Store):
+    """A Store whose first version read is taken just before another agent migrates the
+    file: the interleaving that made two agents opening a new file together fail."""
+
+    reads = 0
+
+    def schema_version(self) -> int:
+        version = super().schema_version()
+        _LateStore.reads += 1
+        if _LateStore.reads == 1:
+            Store(self.path, self.config).close()  # the other agent wins the race
+        return version
+
+
+def test_an_agent_that_loses_the_race_to_migrate_a_new_file_opens_it(db_path: Path) -> None:
+    store = _LateStore(db_path, StoreConfig())
+    assert _LateStore.reads >= 2  # it read a stale 0, then decided again under the lock
+    assert store.schema_version() == SCHEMA_VERSION
+    names = [r[0] for r in store.query("SELECT name FROM remd_migrations ORDER BY name")]
+    assert names == [name for name, _ in MIGRATIONS]  # applied once, by the winner
+    store.close()
+
+
+def test_agents_opening_a_new_file_together_all_succeed(tmp_path: Path) -> None:
+    for round_no in range(6):
+        path = tmp_path / f"new-{round_no}.db"
+        start = threading.Barrier(6)
+
+        def open_it(_: int, path: Path = path, start: threading.Barrier = start) -> int:
+            start.wait()
+            store = Store(path, StoreConfig())
+            try:
+                return store.schema_version()
+            finally:
+                store.close()
+
+        with ThreadPoolExecutor(6) as pool:
+            assert list(pool.map(open_it, range(6))) == [SCHEMA_VERSION] * 6
 
 
 def test_transaction_rolls_back_on_error(db_path: Path) -> None:
