@@ -32,14 +32,15 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from remd import Config, Memory  # noqa: E402
-from remd.config import EmbedConfig  # noqa: E402
+from remd.config import EmbedConfig, InjectConfig  # noqa: E402
 from remd.embed import DIM, Embedder, make_embedder  # noqa: E402
 from remd.vectors import quantise  # noqa: E402
 
 DAY = 86400.0
 NOW = 1_780_000_000.0
-SYLLABLES = ("ka lo mi ra te su no vi da re po ma lu ze ni ko sa tu be fi ga ho ju ke la mo "
-             "na pe ri so ta ve wu ya zo").split()
+SYLLABLES = ["ka", "lo", "mi", "ra", "te", "su", "no", "vi", "da", "re", "po", "ma", "lu", "ze",
+             "ni", "ko", "sa", "tu", "be", "fi", "ga", "ho", "ju", "ke", "la", "mo", "na", "pe",
+             "ri", "so", "ta", "ve", "wu", "ya", "zo"]
 CLUSTERS = 512
 
 
@@ -47,7 +48,7 @@ def vocabulary(size: int) -> list[str]:
     out, seen = [], set()
     rng = np.random.default_rng(1)
     while len(out) < size:
-        word = "".join(rng.choice(SYLLABLES, size=int(rng.integers(2, 4))))
+        word = "".join(rng.choice(SYLLABLES, size=int(rng.integers(2, 5))))
         if word not in seen:
             seen.add(word)
             out.append(word)
@@ -226,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
     ap.add_argument("--build-only", action="store_true", help="build the databases and stop")
     args = ap.parse_args(argv)
-    config = Config()
+    # Each budget replays the same queries: query_cache=0 so every "+embed" ask pays the model.
+    config = Config(inject=InjectConfig(query_cache=0))
     real = make_embedder(EmbedConfig())
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="remd-bench-inject-"))
     workdir.mkdir(parents=True, exist_ok=True)

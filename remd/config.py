@@ -100,6 +100,13 @@ class InjectConfig(_Section):
     context_from: int = Field(32, ge=0, description="best candidates whose neighbours are read")
     context_window: float = Field(3600.0, ge=0, description=(
         "seconds: neighbours saved further apart than this are not context"))
+    query_cache: int = Field(256, ge=0, description=(
+        "query embeddings a Memory keeps (LRU, ~1.5 KB each): a repeated query skips the "
+        "model; 0: off"))
+    date_weight: float = Field(2.0, ge=0, description=(
+        "a memory saved on a date the query names scores 1 + w times more (0: off)"))
+    date_pad_days: float = Field(3.0, ge=0, description=(
+        "days either side of a named date that still count (saved the day after, ...)"))
 
 
 class ImportanceConfig(_Section):
@@ -163,6 +170,10 @@ class RemConfig(_Section):
         "a running REM run whose lease is older than this is taken as dead"))
 
 
+MIN_TOKEN_CHARS = 16
+PLACEHOLDER_TOKEN = "change-me-to-a-long-random-string"  # systemd/remd.env ships with it
+
+
 class DaemonConfig(_Section):
     interval_seconds: float = Field(60.0, gt=0, description="seconds between trigger checks")
     http: str | None = Field(None, description=(
@@ -189,6 +200,15 @@ class DaemonConfig(_Section):
     @model_validator(mode="after")
     def _check_http(self) -> DaemonConfig:
         address = self.http_address  # raises ValueError for a bad address
+        token = self.http_token.get_secret_value().strip() if self.http_token else None
+        # The token guards every namespace (they are not an access boundary): a short or
+        # copied-from-the-example one is refused rather than quietly trusted.
+        if token is not None and len(token) < MIN_TOKEN_CHARS:
+            raise ValueError(f"http_token must be a random string of at least {MIN_TOKEN_CHARS} "
+                             "characters (e.g. `openssl rand -hex 24`)")
+        if token == PLACEHOLDER_TOKEN:
+            raise ValueError("http_token is the example file's placeholder: set a random string "
+                             f"of at least {MIN_TOKEN_CHARS} characters (`openssl rand -hex 24`)")
         if address is not None and not _is_loopback(address[0]) and self.http_token is None:
             # Every memory of every namespace would be readable by anyone on the network.
             raise ValueError(f"http binds {address[0]!r}, which is not loopback: set "

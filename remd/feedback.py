@@ -80,7 +80,8 @@ def feedback(memory: Memory, pack_id: str, accepted: bool | float, *,
             # Both tags must still be this namespace's (a merge may have removed one).
             updated += conn.execute(
                 "UPDATE tag_edges SET weight = max(?, (1.0 - ?) * weight + ? * ?) "
-                "WHERE src = ? AND dst = ? AND src IN (SELECT tid FROM tags WHERE namespace = ?) "
+                "WHERE src = ?5 AND dst = ?6 "
+                "AND EXISTS (SELECT 1 FROM tags WHERE tid = ?5 AND namespace = ?7) "
                 "RETURNING 1", (MIN_WEIGHT, eta, eta, target, src, dst, ns)).fetchone() is not None
         conn.execute("INSERT INTO feedback (pack_id, accepted, at) VALUES (?, ?, ?)",
                      (pack_id, target, now))

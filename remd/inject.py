@@ -12,13 +12,16 @@ The pipeline (every step bounded by configuration, never by the namespace's size
    (one range scan of ``tag_edges_top``) plus IS_SUBTYPE_OF children, to ``depth`` (D) hops,
    multiplying by ``decay`` (alpha), the edge weight and the target tag's specificity per hop;
    keep the best ``beam`` (B) activated tags. Each tag remembers the path that activated it.
-3. Candidates. At most ``per_tag_cap`` live memories per activated tag (``node_tags_top``), at
-   most ``max_candidates`` in all, plus the vector and lexical hits. Never superseded,
-   deprecated, forgotten, expired or other-namespace nodes: a vector or lexical hit on a
-   fragment a REM run deprecated counts for the live synthesis that carries its words.
+3. Candidates. At most ``per_tag_cap`` live memories per activated tag (one range scan of
+   ``node_tags_live_top``: dead rows are never read), at most ``max_candidates`` in all,
+   plus the vector and lexical hits. Never superseded, deprecated, forgotten, expired or
+   other-namespace nodes: a vector or lexical hit on a fragment a REM run deprecated counts
+   for the live synthesis that carries its words.
 4. Score. The graph, vector and lexical rankings are fused by weighted reciprocal rank (each
    source is evidence; none is required), then multiplied by mild recency and importance
-   factors, ``(1 - w) + w * x``, so an old but relevant memory is not crushed.
+   factors, ``(1 - w) + w * x``, so an old but relevant memory is not crushed, and by
+   ``1 + date_weight`` when the query names a date ("on 1 May, 2022", "in October 2023") and
+   the memory was saved then: the words and vectors of a turn rarely carry its date.
 5. Pack. Greedy by score with a diversity penalty (the share of an item's tags already carried
    by chosen items, times ``diversity_penalty``, taken off its score). The budget is hard:
    ``tokens_used`` is the exact tiktoken count of the items joined by ``separator``; an item that
@@ -41,6 +44,7 @@ import structlog
 
 from remd import vectors
 from remd.config import InjectConfig
+from remd.dates import DAY, Period, query_period
 from remd.embed import EmbedError
 from remd.errors import InvalidInput
 from remd.ids import new_id
@@ -53,7 +57,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("remd.inject")
 
-DAY = 86400.0
 MAX_BUDGET = 2**63 - 1
 _SOURCES = ("graph", "vector", "lexical")
 # Words that carry no topic of their own: left out of the FTS5 query (bm25 would give them a
@@ -69,7 +72,6 @@ whom why will with would you your yours yourself yourselves s t don ll m re ve d
 """
 _STOP = frozenset(_STOP_WORDS.split())
 
-
 @dataclass(frozen=True, kw_only=True)
 class ScoreParts:
     """Why an item scored what it did."""
@@ -82,6 +84,7 @@ class ScoreParts:
     importance: float  # multiplier applied
     diversity: float  # penalty subtracted (share of its tags already in the pack)
     context: float = 0.0  # score added for being saved next to a strong candidate
+    date: float = 1.0  # multiplier for being saved in the period the query names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +184,16 @@ class _Walk:
         return out[::-1]
 
 
+@dataclass
+class _Ranked:
+    """What the read path found for a query: scored candidates and how they were reached."""
+
+    cands: dict[int, _Candidate] = field(default_factory=dict)
+    walk: _Walk = field(default_factory=_Walk)
+    seeds: tuple[Seed, ...] = ()
+    touched: int = 0
+
+
 class _Injector:
     """One inject call: reads in one snapshot, then one write transaction to record the pack."""
 
@@ -189,9 +202,10 @@ class _Injector:
         self.ns = namespace
         self.now = now
         self.cfg: InjectConfig = memory.config.inject
-        self.n = 0  # memories in the namespace (for IDF), set in run()
+        self.n = 0  # memories in the namespace (for IDF), set in rank()
         self._specs: dict[int, float] = {}
         self.edges_read = 0
+        self.period: Period | None = None  # the dates the query names, set in rank()
 
     # -- seeds ----------------------------------------------------------------------------
     def _size(self, conn: apsw.Connection) -> int:
@@ -244,13 +258,12 @@ class _Injector:
     def _vector_hits(self, conn: apsw.Connection, query: str) -> list[tuple[int, float]]:
         if self.cfg.vector_k <= 0:
             return []
-        embedder = self.mem.embedder
-        if embedder is None:
-            return []
         try:
-            qvec = embedder.embed([query])[0]
+            qvec = self.mem.query_vector(query)
         except EmbedError as exc:  # inject still works on tags and words
             log.warning("inject.embed_failed", error=str(exc))
+            return []
+        if qvec is None:
             return []
         hits = vectors.knn(self.mem.store, self.ns, qvec, self.cfg.vector_k,
                            rerank=self.cfg.vector_rerank)
@@ -284,8 +297,10 @@ class _Injector:
         seeds = dict(sorted(seeds.items(), key=lambda kv: -kv[1][1])[: cfg.beam])
         for tid, (name, w) in seeds.items():
             walk.act[tid], walk.parent[tid], walk.names[tid] = w, None, name
+        # CROSS JOIN walks the (small) hierarchy and looks each parent up, instead of every
+        # tag of the namespace (12.9 ms at 200k tags; tests/test_inject.py counts the work).
         subtypes = cfg.subtype_weight > 0 and conn.execute(
-            "SELECT 1 FROM tag_parents tp JOIN tags t ON t.tid = tp.parent "
+            "SELECT 1 FROM tag_parents tp CROSS JOIN tags t ON t.tid = tp.parent "
             "WHERE t.namespace = ? LIMIT 1", (self.ns,)).fetchone() is not None
         frontier = sorted(seeds, key=lambda t: -walk.act[t])
         for _ in range(cfg.depth):
@@ -349,9 +364,8 @@ class _Injector:
             # Weakly activated tags contribute little: read fewer of their memories.
             cap = max(4, math.ceil(cfg.per_tag_cap * act / top)) if top > 0 else 4
             for rid, weight in conn.execute(
-                    "SELECT nt.rid, nt.weight FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
-                    "WHERE nt.tid = ? AND n.status = 'live' "
-                    "ORDER BY nt.weight DESC, nt.rid DESC LIMIT ?",
+                    "SELECT rid, weight FROM node_tags WHERE tid = ? AND live = 1 "
+                    "ORDER BY weight DESC, rid DESC LIMIT ?",
                     (tid, min(cap, cfg.per_tag_cap))):
                 read += 1
                 c = cands.get(rid)
@@ -476,15 +490,18 @@ class _Injector:
             k = cfg.fusion_k
             evidence[src] = {rid: (k + 1) / (k + first[v]) for rid, v in values.items()}
         half_life = cfg.recency_half_life_days * DAY
+        pad = cfg.date_pad_days * DAY
         for c in cands.values():
             rel = sum(weights[s] * evidence[s].get(c.rid, 0.0) for s in _SOURCES) / total
             age = max(0.0, self.now - c.created_at)
             recency = (1 - cfg.recency_weight) + cfg.recency_weight * 0.5 ** (age / half_life)
             importance = (1 - cfg.importance_weight) + cfg.importance_weight * min(
                 1.0, max(0.0, c.importance))
-            c.base = rel * recency * importance
+            dated = self.period is not None and self.period.covers(c.created_at, pad)
+            date = 1.0 + cfg.date_weight if dated else 1.0
+            c.base = rel * recency * importance * date
             c.parts = {"relevance": rel, "recency": recency, "importance": importance,
-                       "context": 0.0}
+                       "context": 0.0, "date": date}
 
     def _context(self, conn: apsw.Connection, cands: dict[int, _Candidate]) -> int:
         """Give the memories saved just before and after the best candidates a share of
@@ -582,45 +599,50 @@ class _Injector:
         return out
 
     # -- the call -------------------------------------------------------------------------
+    def rank(self, conn: apsw.Connection, query: str) -> _Ranked:
+        """Steps 1-4 of the pipeline in the caller's snapshot: every candidate, scored."""
+        cfg = self.cfg
+        near = self._vector_hits(conn, query)  # refreshes the vector index first
+        self.n = self._size(conn)
+        self.period = query_period(query) if cfg.date_weight > 0 else None
+        qseeds = self._query_seeds(conn, query)
+        cands: dict[int, _Candidate] = {}
+        near = self._resolve(conn, near)[: cfg.vector_k]
+        vseeds = self._vector_seeds(conn, near, set(qseeds))
+        seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
+        seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]
+        walk = self._propagate(conn, {**qseeds, **vseeds})
+        touched = self._graph_candidates(conn, walk, cands)
+        for rid, sim in near:
+            cands.setdefault(rid, _Candidate(rid)).vector = max(sim, 1e-9)
+        for rid, score in self._lexical_hits(conn, query):
+            cands.setdefault(rid, _Candidate(rid)).lexical = max(score, 1e-9)
+        touched += len(near) + len(cands)
+        self._load(conn, cands)
+        self._score(cands)
+        touched += self._context(conn, cands)
+        return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=touched)
+
     def run(self, query: str, budget: int) -> Pack:
         cfg = self.cfg
-        counter = self.mem.counter
         picked: list[tuple[_Candidate, float, float]] = []
-        walk = _Walk()
-        seeds: list[Seed] = []
-        touched = 0
+        ranked = _Ranked()
         contents: dict[int, str] = {}
         names: dict[int, tuple[str, ...]] = {}
         if budget > 0:
             with self.mem.store.snapshot() as conn:
-                near = self._vector_hits(conn, query)  # refreshes the vector index first
-                self.n = self._size(conn)
-                qseeds = self._query_seeds(conn, query)
-                cands: dict[int, _Candidate] = {}
-                near = self._resolve(conn, near)[: cfg.vector_k]
-                vseeds = self._vector_seeds(conn, near, set(qseeds))
-                seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
-                seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]
-                walk = self._propagate(conn, {**qseeds, **vseeds})
-                touched = self._graph_candidates(conn, walk, cands)
-                for rid, sim in near:
-                    cands.setdefault(rid, _Candidate(rid)).vector = max(sim, 1e-9)
-                for rid, score in self._lexical_hits(conn, query):
-                    cands.setdefault(rid, _Candidate(rid)).lexical = max(score, 1e-9)
-                touched += len(near) + len(cands)
-                self._load(conn, cands)
-                self._score(cands)
-                touched += self._context(conn, cands)
-                sep_tokens = counter.count(cfg.separator) if cfg.separator else 0
-                picked = self._pack(conn, cands, budget, sep_tokens)
+                ranked = self.rank(conn, query)
+                sep_tokens = self.mem.counter.count(cfg.separator) if cfg.separator else 0
+                picked = self._pack(conn, ranked.cands, budget, sep_tokens)
                 contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
         picked, texts, used = self._fit(picked, contents, budget)
         counts = self.mem.counter.count_many([texts[c.rid] for c, _, _ in picked])
+        walk = ranked.walk
         items = tuple(self._item(c, score, penalty, texts[c.rid], n, names.get(c.rid, ()), walk)
                       for (c, score, penalty), n in zip(picked, counts, strict=True))
         pack = Pack(pack_id=new_id(), namespace=self.ns, query=query, budget=budget,
-                    tokens_used=used, items=items, separator=cfg.separator, seeds=tuple(seeds),
-                    tags_activated=len(walk.act), memories_touched=touched)
+                    tokens_used=used, items=items, separator=cfg.separator, seeds=ranked.seeds,
+                    tags_activated=len(walk.act), memories_touched=ranked.touched)
         self._record(pack, picked, walk)
         return pack
 
@@ -707,7 +729,7 @@ class _Injector:
         parts = ScoreParts(relevance=c.parts["relevance"], graph=c.graph, vector=c.vector,
                            lexical=c.lexical, recency=c.parts["recency"],
                            importance=c.parts["importance"], diversity=penalty,
-                           context=c.parts.get("context", 0.0))
+                           context=c.parts.get("context", 0.0), date=c.parts.get("date", 1.0))
         return PackItem(id=c.id, content=content, tokens=tokens,
                         score=score, tags=tags, kind=NodeKind(c.kind), created_at=c.created_at,
                         parts=parts, path=path, sources=sources)
@@ -761,7 +783,7 @@ def explain(pack: Pack) -> Iterable[str]:
     for rank, item in enumerate(pack.items, 1):
         p = item.parts
         yield (f"{rank}. {item.id} score {item.score:.4f} = relevance {p.relevance:.4f} "
-               f"x recency {p.recency:.3f} x importance {p.importance:.3f} "
+               f"x recency {p.recency:.3f} x importance {p.importance:.3f} x date {p.date:g} "
                f"+ context {p.context:.4f} - diversity {p.diversity:.4f}")
         yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
                f"{p.vector:.3f}, lexical {p.lexical:.3f}; path "

@@ -7,7 +7,9 @@ reads or writes another namespace. All methods are synchronous and thread-safe.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -19,7 +21,7 @@ from remd import feedback as _feedback
 from remd import inject as _inject
 from remd import tagtools as _tagtools
 from remd.config import Config
-from remd.embed import Embedder, EmbedError, make_embedder, to_blob
+from remd.embed import Embedder, EmbedError, Vectors, make_embedder, to_blob
 from remd.errors import InvalidInput, NotFound
 from remd.feedback import FeedbackResult
 from remd.ingest import Draft, Writer, check_namespace, check_source, check_tags, check_text
@@ -69,6 +71,10 @@ class Memory:
         # embedder=True: the configured one, loaded lazily on first use; None/False: none.
         self._embedder_spec = embedder
         self._embedder: Embedder | None = None
+        # Agents ask the same questions again ("what do I know about the user?"): the last
+        # inject.query_cache query embeddings are kept, so a repeat skips the model run.
+        self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._query_lock = threading.Lock()
         self.clock = clock
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -91,6 +97,25 @@ class Memory:
                 self._embedder = self._embedder_spec
             self._embedder_spec = None
         return self._embedder
+
+    def query_vector(self, text: str) -> Vectors | None:
+        """The embedding of a query (None without an embedder), from a small LRU of recent
+        queries. Raises EmbedError when the embedder fails."""
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        with self._query_lock:
+            cached = self._query_vectors.get(text)
+            if cached is not None:
+                self._query_vectors.move_to_end(text)
+                return cached
+        fresh: Vectors = embedder.embed([text])[0]
+        fresh.setflags(write=False)  # shared by every later call with this text
+        with self._query_lock:
+            self._query_vectors[text] = fresh
+            while len(self._query_vectors) > self.config.inject.query_cache:
+                self._query_vectors.popitem(last=False)
+        return fresh
 
     # -- writes -------------------------------------------------------------------------
     def draft(self, text: object, tags: Sequence[str] | None = None,
@@ -294,7 +319,8 @@ class Memory:
         if embedder is None or k <= 0:
             return []
         query = check_text(text, self.config.store.max_content_chars)
-        vec = embedder.embed([query])[0]
+        vec = self.query_vector(query)
+        assert vec is not None  # the embedder exists (checked above)
         hits = self.store.query(
             "SELECT rowid, distance FROM node_vec WHERE embedding MATCH ? AND k = ? "
             "AND namespace = ?", (to_blob(vec), k * 2 if live_only else k, self.namespace))

@@ -188,9 +188,8 @@ def memories_by_tag_cluster(memory: Memory, tag: str, depth: int = 2, *,
         score: dict[int, float] = {}
         for tid in ranked:
             for rid, w in conn.execute(
-                    "SELECT nt.rid, nt.weight FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
-                    "WHERE nt.tid = ? AND n.status = 'live' "
-                    "ORDER BY nt.weight DESC, nt.rid DESC LIMIT ?", (tid, per_tag)):
+                    "SELECT rid, weight FROM node_tags WHERE tid = ? AND live = 1 "
+                    "ORDER BY weight DESC, rid DESC LIMIT ?", (tid, per_tag)):
                 score[int(rid)] = score.get(int(rid), 0.0) + act[tid] * float(w)
         names = dict(zip(ranked, _names(conn, ranked), strict=True))
     top = sorted(score, key=lambda r: (-score[r], -r))[:limit]

@@ -1,0 +1,90 @@
+"""Dates a query names, as time ranges to check memories' save times against.
+
+A dialogue turn rarely carries its date in its words or its vector ("I went to the support
+group yesterday"), yet agents ask "what did she do on 1 May, 2022?". Memories are dated by
+when they were saved (``created_at``, UTC), so :func:`query_period` turns the query's dates into
+ranges and :meth:`Period.covers` is a cheap test on candidates already found, never a scan.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+DAY = 86400.0
+
+# Dates a query names. "on 1 May, 2022" / "on May 1st, 2022" is a day, "in October 2023" a
+# month, "in 2023" a year, "in June" that month of any year. A month named alone counts only
+# after a word that makes it a time ("in", "during", "last", ...): "May I ask", "we march on"
+# and "what did June say" name no month.
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")
+_MON = "|".join(_MONTHS)
+_DAY_MONTH_YEAR = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON}),?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MON})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b({_MON}),?\s+(?:of\s+)?(\d{{4}})\b", re.I)
+_BARE_MONTH = re.compile(
+    rf"\b(?:in|on|during|since|until|till|by|before|after|through|throughout|of|last|this|"
+    rf"next|early|late|mid|from|between|every)[\s-]+({_MON})\b", re.I)
+_YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")
+
+
+@dataclass(frozen=True)
+class Period:
+    """When a query says something happened: time ranges, or months of any year."""
+
+    ranges: tuple[tuple[float, float], ...] = ()  # [start, end) POSIX seconds, UTC
+    months: frozenset[int] = frozenset()  # 1-12, any year
+
+    def covers(self, at: float, pad: float) -> bool:
+        """Is ``at`` inside a range (widened by ``pad`` seconds each way) or a named month?"""
+        if any(start - pad <= at < end + pad for start, end in self.ranges):
+            return True
+        if not self.months:
+            return False
+        try:
+            return datetime.fromtimestamp(at, UTC).month in self.months
+        except (OverflowError, OSError, ValueError):  # a clock far outside the calendar
+            return False
+
+
+def _utc(year: int, month: int, day: int = 1) -> float | None:
+    try:
+        return datetime(year, month, day, tzinfo=UTC).timestamp()
+    except (ValueError, OverflowError):  # "31 February", year 0
+        return None
+
+
+def query_period(query: str) -> Period | None:
+    """The most precise dates the query names (days, else months, else years), or None.
+
+    Memories are dated by when they were saved (``created_at``, UTC), so this is a cheap
+    check on candidates already found, never a scan of the namespace.
+    """
+    days: list[tuple[float, float]] = []
+    for pattern, order in ((_DAY_MONTH_YEAR, (1, 2, 3)), (_MONTH_DAY_YEAR, (2, 1, 3))):
+        for m in pattern.finditer(query):
+            day, month, year = (m.group(i) for i in order)
+            start = _utc(int(year), _MONTHS.index(month.lower()) + 1, int(day))
+            if start is not None:
+                days.append((start, start + DAY))
+    if days:
+        return Period(ranges=tuple(days))
+    months: list[tuple[float, float]] = []
+    for m in _MONTH_YEAR.finditer(query):
+        month, year = _MONTHS.index(m.group(1).lower()) + 1, int(m.group(2))
+        start, end = _utc(year, month), _utc(year + month // 12, month % 12 + 1)
+        if start is not None and end is not None:
+            months.append((start, end))
+    if months:
+        return Period(ranges=tuple(months))
+    bare = frozenset(_MONTHS.index(m.group(1).lower()) + 1
+                     for m in _BARE_MONTH.finditer(query))
+    if bare:
+        return Period(months=bare)
+    years = [(a, b) for m in _YEAR.finditer(query)
+             if (a := _utc(int(m.group(1)), 1)) is not None
+             and (b := _utc(int(m.group(1)) + 1, 1)) is not None]
+    return Period(ranges=tuple(years)) if years else None

@@ -1,0 +1,142 @@
+"""dates: the periods a query names, and the inject boost for memories saved then."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from remd import Config, Memory
+from remd.config import InjectConfig
+from remd.dates import DAY, query_period
+from tests.conftest import Clock
+
+
+def ts(year: int, month: int, day: int = 1) -> float:
+    return datetime(year, month, day, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize("query", [
+    "What did Caroline do on 8 May, 2023?",
+    "What did Caroline do on 8th of May 2023?",
+    "What did Caroline do on May 8th, 2023?",
+    "what happened on may 8 2023",
+])
+def test_a_named_day_is_that_day(query: str) -> None:
+    period = query_period(query)
+    assert period is not None
+    assert period.ranges == ((ts(2023, 5, 8), ts(2023, 5, 9)),)
+    assert period.covers(ts(2023, 5, 8) + 3600, pad=0)
+    assert not period.covers(ts(2023, 5, 9) + 3600, pad=0)
+    assert period.covers(ts(2023, 5, 9) + 3600, pad=DAY)  # saved the day after
+
+
+def test_a_named_month_and_december_rolls_into_the_next_year() -> None:
+    period = query_period("Where did they travel in December 2022?")
+    assert period is not None and period.ranges == ((ts(2022, 12), ts(2023, 1)),)
+    period = query_period("in October of 2023")
+    assert period is not None and period.ranges == ((ts(2023, 10), ts(2023, 11)),)
+
+
+def test_a_day_wins_over_the_month_and_year_in_the_same_query() -> None:
+    period = query_period("Was it 3 June 2021 or some time in 2021?")
+    assert period is not None and period.ranges == ((ts(2021, 6, 3), ts(2021, 6, 4)),)
+
+
+@pytest.mark.parametrize(("query", "months"), [
+    ("What did Melanie paint in June?", {6}),
+    ("plans for early-August or late September", {8, 9}),
+    ("what happened last December", {12}),
+    ("by the end of May", {5}),
+    ("I may go there in April", {4}),
+])
+def test_a_month_after_a_time_word_counts(query: str, months: set[int]) -> None:
+    period = query_period(query)
+    assert period is not None and period.months == frozenset(months)
+
+
+def test_a_bare_month_is_that_month_of_any_year() -> None:
+    period = query_period("What did Melanie paint in June?")
+    assert period is not None and period.months == frozenset({6}) and not period.ranges
+    assert period.covers(ts(2019, 6, 30), pad=0) and period.covers(ts(2024, 6, 1), pad=0)
+    assert not period.covers(ts(2024, 7, 1), pad=0)
+
+
+def test_a_year_alone_is_the_whole_year() -> None:
+    period = query_period("Which books did she read in 2022?")
+    assert period is not None and period.ranges == ((ts(2022, 1), ts(2023, 1)),)
+
+
+@pytest.mark.parametrize("query", [
+    "What are my food preferences?",
+    "may I ask what you march for?",  # "may"/"march" are verbs here
+    "May I ask about my allergies?",  # capitalised at the start: still a verb
+    "What did June say about the party?",  # a name
+    "I ran 2 km in 31 minutes",
+    "",
+])
+def test_no_date_is_none(query: str) -> None:
+    assert query_period(query) is None
+
+
+def test_an_impossible_day_falls_back_to_its_month_not_an_error() -> None:
+    for query in ("on 31 February, 2023", "on 0 February, 2023"):
+        period = query_period(query)
+        assert period is not None and period.ranges == ((ts(2023, 2), ts(2023, 3)),)
+
+
+def test_covers_a_clock_outside_the_calendar_is_false_not_an_error() -> None:
+    period = query_period("in June")
+    assert period is not None
+    assert not period.covers(1e300, pad=0)
+    assert not period.covers(-1e300, pad=0)
+
+
+# -- inject: memories saved on the named date score higher -----------------------------------
+TURNS = [
+    "Caroline: I went to the LGBTQ support group and it was so powerful.",
+    "Caroline: The support group meets every week at the community centre.",
+    "Caroline: At the support group we talked about adoption agencies.",
+]
+
+
+def dated_corpus(db: Path, clock: Clock, weight: float) -> tuple[Memory, list[str]]:
+    mem = Memory(db, config=Config(inject=InjectConfig(date_weight=weight)))
+    mem.clock = clock
+    ids = []
+    for when, text in zip((ts(2023, 3, 2), ts(2023, 5, 8), ts(2023, 9, 20)), TURNS, strict=True):
+        clock.now = when + 10 * 3600
+        ids.append(mem.save(text).id)
+    clock.now = ts(2023, 10, 1)
+    return mem, ids
+
+
+def test_inject_ranks_the_memory_saved_on_the_named_day_first(tmp_path: Path,
+                                                               clock: Clock) -> None:
+    mem, ids = dated_corpus(tmp_path / "a.db", clock, weight=2.0)
+    with mem:
+        pack = mem.inject("What did Caroline do at the support group on 8 May, 2023?", 10_000)
+        assert pack.items[0].id == ids[1]
+        assert pack.items[0].parts.date == 3.0
+        assert all(item.parts.date == 1.0 for item in pack.items[1:])
+        assert {item.id for item in pack.items} == set(ids)  # a boost, never a filter
+        undated = mem.inject("What did Caroline do at the support group?", 10_000)
+        assert all(item.parts.date == 1.0 for item in undated.items)
+
+
+def test_date_weight_zero_turns_the_boost_off(tmp_path: Path, clock: Clock) -> None:
+    mem, ids = dated_corpus(tmp_path / "b.db", clock, weight=0.0)
+    with mem:
+        pack = mem.inject("What did Caroline do at the support group on 8 May, 2023?", 10_000)
+        assert all(item.parts.date == 1.0 for item in pack.items)
+        assert {item.id for item in pack.items} == set(ids)
+
+
+def test_explain_shows_the_date_factor(tmp_path: Path, clock: Clock) -> None:
+    from remd.inject import explain
+
+    mem, _ = dated_corpus(tmp_path / "c.db", clock, weight=2.0)
+    with mem:
+        lines = list(explain(mem.inject("support group on May 8th, 2023", 10_000)))
+        assert any(line.startswith("1. ") and "x date 3 " in line for line in lines)
