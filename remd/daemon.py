@@ -36,11 +36,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
+from pydantic import SecretStr
 
 from remd.config import Config, load_config
 from remd.embed import Embedder, make_embedder
@@ -50,6 +52,7 @@ from remd.logs import configure_logging
 from remd.memory import Memory
 from remd.notify import Notifier
 from remd.rem import ClusterOutcome, RunStatus
+from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
 from remd.triggers import TriggerReport, evaluate
 
 log = structlog.get_logger("remd.daemon")
@@ -126,6 +129,19 @@ class MemoryPool:
             self._free.clear()
         for mem in idle:
             mem.close()
+
+
+def log_secrets(config: Config) -> list[str]:
+    """The values the logs must never show: the LLM and embedder keys, the bearer token and
+    any password written into a base URL (``https://user:pass@host/v1``)."""
+    found: list[SecretStr | str | None] = [config.daemon.http_token]
+    for key, url in ((config.llm.api_key, config.llm.base_url),
+                     (config.embed.api_key, config.embed.base_url)):
+        found.append(key)
+        if url:
+            with contextlib.suppress(ValueError):  # a malformed URL has no password to hide
+                found.append(urlsplit(url).password)
+    return [s.get_secret_value() if isinstance(s, SecretStr) else s for s in found if s]
 
 
 def shared_embedder(config: Config) -> Embedder | None:
@@ -205,6 +221,10 @@ class Daemon:
         self.pool: MemoryPool | None = None
         # Open the file now: a bad path or a newer schema is reported at start, not at a tick.
         self._memory(self.default_namespace)
+        # One synthesiser (so one LLM client and its kept-alive connections) for every run of
+        # the daemon's life; replaced only when a reload changes the [llm] settings.
+        self._synth: LLMSynthesiser | OfflineSynthesiser = make_synthesiser(config.llm)
+        self._synth_settings = config.llm
 
     # -- the unit of work ------------------------------------------------------------------
     def _memory(self, namespace: str) -> Memory:
@@ -270,6 +290,7 @@ class Daemon:
         started = time.perf_counter()
         try:
             run = mem.run_rem(trigger=reason, now=at, should_stop=self._stop.is_set,
+                              synthesiser=self._synth,
                               progress=_ClusterLog(ns, self.on_cluster))
         except (Conflict, DatabaseLocked) as exc:
             # Another process is consolidating this namespace (or holds the write lock past
@@ -279,6 +300,11 @@ class Daemon:
         except RemdError as exc:
             log.error("rem.failed", namespace=ns, error=str(exc), error_type=type(exc).__name__)
             return NamespaceTick(namespace=ns, fired=fired, outcome="failed", error=str(exc))
+        except Exception as exc:  # the daemon's boundary: a bug in one namespace
+            # must neither stop the process nor starve the namespaces after it at every tick.
+            log.exception("rem.crashed", namespace=ns, error_type=type(exc).__name__)
+            return NamespaceTick(namespace=ns, fired=fired, outcome="failed",
+                                 error=f"{type(exc).__name__}: {exc}")
         log.info("cycle.finished", namespace=ns, trigger=reason.value, run_id=run.run_id,
                  status=run.status.value, flagged=run.flagged, clusters=run.clusters,
                  synthesised=run.synthesised, skipped=run.skipped,
@@ -299,8 +325,9 @@ class Daemon:
         old = self.config
         self.config = config
         d = config.daemon
-        if (d.log_format, d.log_level) != (old.daemon.log_format, old.daemon.log_level):
-            configure_logging(d.log_format, d.log_level)
+        if ((d.log_format, d.log_level, log_secrets(config))
+                != (old.daemon.log_format, old.daemon.log_level, log_secrets(old))):
+            configure_logging(d.log_format, d.log_level, secrets=log_secrets(config))
         if config.embed != old.embed:
             self._embedder = shared_embedder(config)
         # The scheduler thread swaps its Memory objects itself, between two ticks.
@@ -325,6 +352,11 @@ class Daemon:
         old, self._memories = self._memories, {}
         for mem in old.values():
             mem.close()
+        if config.llm != self._synth_settings:
+            # On the scheduler thread between two ticks: no cycle is using the old client.
+            self._synth.close()
+            self._synth = make_synthesiser(config.llm)
+            self._synth_settings = config.llm
 
     # -- running as a service -----------------------------------------------------------------
     def request_stop(self, signame: str = "") -> None:
@@ -443,9 +475,11 @@ class Daemon:
         self.close()
 
     def close(self) -> None:
+        """Release the connections, the LLM client and the wake-up pipe (idempotent)."""
         for mem in self._memories.values():
             mem.close()
         self._memories.clear()
+        self._synth.close()
         for fd in (self._wake_r, self._wake_w):
             if fd >= 0:
                 with contextlib.suppress(OSError):
@@ -476,7 +510,11 @@ def _skip_max_instances(record: logging.LogRecord) -> bool:
 
 
 class _ClusterLog:
-    """REM progress callback: one event per cluster outcome (ids and counts, never content)."""
+    """REM progress callback: one event per committed cluster (ids and counts, never content).
+
+    A skipped cluster is not logged here: REM itself logs ``rem.cluster_skipped`` (warning,
+    with the run id and the reason), and a second event of that name would count it twice.
+    """
 
     def __init__(self, namespace: str,
                  observer: Callable[[ClusterOutcome], None] | None = None) -> None:
@@ -484,10 +522,7 @@ class _ClusterLog:
         self.observer = observer
 
     def __call__(self, event: ClusterOutcome) -> None:
-        if event.status == "skipped":
-            log.info("rem.cluster_skipped", namespace=self.namespace, cluster=event.cluster_no,
-                     size=event.size, reason=event.reason, done=event.done, total=event.total)
-        elif event.status == "committed":
+        if event.status == "committed":
             log.debug("rem.cluster_committed", namespace=self.namespace,
                       cluster=event.cluster_no, size=event.size,
                       synthesis_id=event.synthesis_id, done=event.done, total=event.total)
@@ -502,7 +537,8 @@ def serve(db: str | Path, *, config_path: str | Path | None, overrides: Mapping[
     Raises ConfigError/StoreError (exit 1 from the CLI) when either can't be used.
     """
     config = load_config(config_path, overrides=overrides)
-    configure_logging(config.daemon.log_format, config.daemon.log_level)
+    configure_logging(config.daemon.log_format, config.daemon.log_level,
+                      secrets=log_secrets(config))
     daemon = Daemon(db, config, config_path=config_path, overrides=overrides,
                     namespace=namespace)
     return daemon.serve()

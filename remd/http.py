@@ -194,6 +194,10 @@ class _Api:
                 code = status_of(exc)
                 headers = {"Retry-After": "1"} if isinstance(exc, DatabaseLocked) else None
                 response = _error(code, type(exc).__name__, str(exc).splitlines()[0], headers)
+            except Exception as exc:  # the API's boundary: a bug is still JSON
+                log.exception("http.internal_error", method=request.method,
+                              path=request.url.path, error_type=type(exc).__name__)
+                response = _error(500, "InternalError", "internal error (see the server log)")
             log.info("http.request", method=request.method, path=request.url.path,
                      status=response.status_code,
                      ms=round((time.perf_counter() - started) * 1000, 2))

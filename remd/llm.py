@@ -9,6 +9,7 @@ Prompts are versioned Markdown files in ``prompts/`` (see :func:`load_prompt`), 
 from __future__ import annotations
 
 import email.utils
+import importlib
 import math
 import random
 import re
@@ -17,15 +18,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
-import openai
 import pydantic
 import structlog
-from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from remd.errors import InvalidInput, LLMError, NotFound
+from remd.logs import Scrub
+
+if TYPE_CHECKING:  # openai takes ~0.35 s to import: only a configured LLM pays for it
+    from openai.types.chat import ChatCompletionMessageParam
 
 _log = structlog.get_logger("remd.llm")
 
@@ -34,6 +38,22 @@ MAX_RESPONSE_BYTES = 1 << 20
 _RETRY_STATUS = frozenset({408, 409, 429})
 
 Role = Literal["user", "assistant"]
+
+
+def _http_library(openai: ModuleType) -> ModuleType:
+    """The HTTP library under ``openai`` (httpx; httpx2 from openai 3). openai wraps the errors
+    raised before the response headers; those raised while the body streams (a connection
+    dropped mid-answer, a read that stalls past the timeout, a corrupt gzip body) come from
+    this library unwrapped."""
+    try:
+        module = importlib.import_module(
+            openai.DefaultHttpxClient.__mro__[1].__module__.partition(".")[0])
+    except (AttributeError, IndexError, ImportError):  # another openai layout: plain httpx
+        module = importlib.import_module("httpx")
+    if not all(hasattr(module, n) for n in ("TimeoutException", "RequestError")):
+        module = importlib.import_module("httpx")
+    return module
+
 
 
 class LLMSettings(BaseModel):
@@ -174,6 +194,13 @@ class LLMClient:
         self._slots = threading.BoundedSemaphore(settings.concurrency)
         # Local servers (Ollama, llama.cpp, vLLM) ignore the key, but the client insists on one.
         key = settings.api_key.get_secret_value() if settings.api_key else "unused"
+        # Some servers repeat the key they got in their 401 message: masked before it reaches
+        # the REM run's log and its rem_clusters row.
+        self._scrub = Scrub([key] if settings.api_key else []).clean
+        import openai  # here, not at the top: see TYPE_CHECKING above
+
+        self._openai = openai
+        self._http = _http_library(openai)
         self._client = openai.OpenAI(
             base_url=settings.base_url, api_key=key, timeout=settings.timeout, max_retries=0
         )
@@ -273,17 +300,19 @@ class LLMClient:
                     if time.monotonic() > deadline:
                         raise _Retryable("timeout")
                 return bytes(body)
-        except openai.APITimeoutError as exc:
+        except (self._openai.APITimeoutError, self._http.TimeoutException) as exc:
             raise _Retryable("timeout") from exc
-        except openai.APIConnectionError as exc:
+        except self._openai.APIConnectionError as exc:
             raise _Retryable("connection error") from exc
-        except openai.APIStatusError as exc:
+        except self._http.RequestError as exc:  # while the body streamed: dropped, reset, corrupt
+            raise _Retryable(f"answer body failed: {type(exc).__name__}") from exc
+        except self._openai.APIStatusError as exc:
             code = exc.status_code
             if code in _RETRY_STATUS or code >= 500:
                 asked = _retry_after(exc.response.headers)
                 raise _Retryable(f"HTTP {code}", code, asked) from exc
             _log.warning("llm.failed", status=code, reason=f"HTTP {code}", model=self.model)
-            raise LLMStatusError(code, _short(exc.message)) from exc
+            raise LLMStatusError(code, self._scrub(_short(exc.message))) from exc
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

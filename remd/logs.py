@@ -6,16 +6,18 @@ underneath (uvicorn, APScheduler, the MCP SDK) with one renderer on one stream, 
 a log shipper sees one JSON object per line.
 
 Two rules hold whatever the level: secrets are never written (keys such as ``api_key`` or
-``token`` are replaced), and memory contents (``content``, ``query``, ...) appear only at debug
-level — at info and above they are dropped from the event, so a production journal never holds
-what the agents remember.
+``token`` are replaced, and the configured secret *values* are masked wherever they appear,
+e.g. in a URL the HTTP library logs or an error message a server echoed), and memory contents
+(``content``, ``query``, ...) appear only at debug level — at info and above they are dropped
+from the event, so a production journal never holds what the agents remember.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal, TextIO
+from collections.abc import Iterable
+from typing import Any, Literal, TextIO
 
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
@@ -48,6 +50,39 @@ def redact(_logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
     return event
 
 
+class Scrub:
+    """Masks every occurrence of the given secret values in an event, whatever its key.
+
+    Runs last before rendering (after tracebacks are formatted), on structlog events and on the
+    records of the libraries underneath alike: a key-based rule cannot see a password inside a
+    URL that httpx logs, or an API key that a server repeated in its error message.
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # Longest first, so a secret that contains another is masked whole.
+        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def clean(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def __call__(self, _logger: WrappedLogger, _method: str, event: EventDict) -> EventDict:
+        if self.secrets:
+            for key, value in event.items():
+                event[key] = self._value(value)
+        return event
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.clean(value)
+        if isinstance(value, bool | int | float) or value is None:
+            return value
+        text = str(value)  # lists, dicts, exceptions: rendered as text only if they hold one
+        cleaned = self.clean(text)
+        return value if cleaned == text else cleaned
+
+
 def _renderer(fmt: LogFormat, stream: TextIO) -> Processor:
     use_console = fmt == "console" or (fmt == "auto" and stream.isatty())
     if use_console:
@@ -56,9 +91,10 @@ def _renderer(fmt: LogFormat, stream: TextIO) -> Processor:
 
 
 def configure_logging(fmt: LogFormat = "auto", level: LogLevel = "info",
-                      stream: TextIO | None = None) -> None:
+                      stream: TextIO | None = None, secrets: Iterable[str] = ()) -> None:
     """Route structlog and stdlib logging to ``stream`` (default stdout) as JSON lines, or as
     console text when ``fmt`` is "console" (or "auto" and the stream is a terminal).
+    ``secrets`` are values (API key, bearer token, ...) masked wherever they would appear.
 
     Safe to call again (SIGHUP reload): the previous handler is replaced, not duplicated.
     """
@@ -71,8 +107,9 @@ def configure_logging(fmt: LogFormat = "auto", level: LogLevel = "info",
         redact,
     ]
     renderer = _renderer(fmt, out)
+    scrub = Scrub(secrets)
     structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        processors=[*shared, structlog.processors.format_exc_info, scrub, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(threshold),
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
@@ -80,7 +117,8 @@ def configure_logging(fmt: LogFormat = "auto", level: LogLevel = "info",
     # Standard-library records (uvicorn, apscheduler, mcp) go through the same processors.
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info, scrub, renderer],
     )
     handler = logging.StreamHandler(out)
     handler.setFormatter(formatter)

@@ -22,7 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from remd.config import Config
-from remd.daemon import MemoryPool, shared_embedder
+from remd.daemon import MemoryPool, log_secrets, shared_embedder
 from remd.errors import InvalidInput, RemdError
 from remd.exchange import node_to_dict
 from remd.logs import configure_logging
@@ -136,7 +136,8 @@ def run_stdio(db: str | Path, config: Config, namespace: str = "default") -> int
 
     Raises StoreError/ConfigError before serving when the file or config can't be used.
     """
-    configure_logging(config.daemon.log_format, config.daemon.log_level, stream=sys.stderr)
+    configure_logging(config.daemon.log_format, config.daemon.log_level, stream=sys.stderr,
+                      secrets=log_secrets(config))
     # Open the file once up front, so a bad path fails here with a one-line error.
     Memory(db, namespace, config=config, embedder=None).close()
     pool = MemoryPool(db, config, embedder=shared_embedder(config),

@@ -44,14 +44,12 @@ import numpy as np
 import structlog
 
 from remd.cluster import Cluster, build_clusters
-from remd.config import Config
 from remd.consolidate import Answer, ClusterWriter, Job, Members
 from remd.errors import Conflict, InvalidInput, LLMError, NotFound, RollbackRefused
 from remd.ids import new_id
 from remd.importance import DAY, NamespaceScores, compute_importance, store_importance
-from remd.llm import LLMClient
 from remd.models import TriggerReason
-from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, Synthesiser
+from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
 
 if TYPE_CHECKING:
     from remd.memory import Memory
@@ -141,13 +139,6 @@ class RollbackResult:
     synthesis_removed: int
     edges_removed: int
     edges_restored: int
-
-
-def make_synthesiser(config: Config) -> Synthesiser:
-    """The LLM synthesiser when ``llm.base_url`` is set, else the offline extractive one."""
-    if config.llm.base_url is None:
-        return OfflineSynthesiser()
-    return LLMSynthesiser(LLMClient(config.llm))
 
 
 # -- planning ------------------------------------------------------------------------------------
@@ -374,8 +365,20 @@ def run_rem(
         raise InvalidInput(f"now must be a finite POSIX time, not {at!r}")
     at = float(at)
     reason = trigger.value if isinstance(trigger, TriggerReason) else str(trigger)
-    synth = synthesiser or make_synthesiser(memory.config)
-    stop = should_stop or (lambda: False)
+    owned = None
+    if synthesiser is None:
+        synthesiser = owned = make_synthesiser(memory.config.llm)
+    try:
+        return _cycle(memory, at, reason, synthesiser, dry_run=dry_run,
+                      stop=should_stop or (lambda: False), progress=progress)
+    finally:
+        if owned is not None:  # a synthesiser made for this run: its HTTP client goes with it
+            owned.close()
+
+
+def _cycle(memory: Memory, at: float, reason: str, synth: Synthesiser, *, dry_run: bool,
+           stop: Callable[[], bool],
+           progress: Callable[[ClusterOutcome], None] | None) -> RemRun:
     started = time.perf_counter()
     if dry_run:
         plan = _plan(memory, at, write=False)

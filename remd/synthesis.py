@@ -20,7 +20,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from remd.errors import InvalidInput, LLMError
-from remd.llm import LLMClient, Role
+from remd.llm import LLMClient, LLMSettings, Role
 from remd.llm import Prompt as Prompt  # re-exported: the synthesis prompt lives here
 from remd.llm import load_prompt as load_prompt
 
@@ -150,6 +150,10 @@ class LLMSynthesiser:
         self.model = client.model
         self.prompt_version = self._prompt.ident
 
+    def close(self) -> None:
+        """Close the client this synthesiser owns (its pool of HTTP connections)."""
+        self._client.close()
+
     def synthesise(
         self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = ()
     ) -> SynthesisAnswer:
@@ -171,6 +175,18 @@ class LLMSynthesiser:
             reask = self._prompt.fill("reask", error=error)
             turns = [("assistant", _clip(answer, _REASK_ECHO_CHARS)), ("user", reask)]
         raise LLMError(f"LLM answered with an invalid synthesis twice: {error}") from failure
+
+
+def make_synthesiser(settings: LLMSettings) -> LLMSynthesiser | OfflineSynthesiser:
+    """The LLM synthesiser when ``settings.base_url`` is set, else the offline extractive one.
+
+    The caller owns the result and calls ``close()`` when done: the LLM one holds an HTTP
+    client whose connections a long-lived process (the daemon) keeps for run after run instead
+    of leaving one unclosed client behind per run.
+    """
+    if settings.base_url is None:
+        return OfflineSynthesiser()
+    return LLMSynthesiser(LLMClient(settings))
 
 
 def _parse(answer: str) -> SynthesisAnswer:
@@ -281,6 +297,9 @@ class OfflineSynthesiser:
             temporal_anchors=list(dict.fromkeys(anchors))[:MAX_LIST_ITEMS],
             importance=None,  # the REM cycle derives it from the cluster members
         )
+
+    def close(self) -> None:
+        """Nothing to release; here so either synthesiser can be closed the same way."""
 
 
 def _sentences(text: str) -> list[str]:

@@ -1,8 +1,10 @@
 """A real OpenAI-compatible chat-completions server on 127.0.0.1, driven by a script.
 
 Each request to ``POST /v1/chat/completions`` consumes the next scripted behaviour (``good``,
-``raw``, ``status``, ``empty_choices``, ``slow``, ``huge``); once the script is used up the
-server repeats its default. Every request body is recorded, so tests can assert what was sent.
+``raw``, ``status``, ``empty_choices``, ``null_content``, ``slow``, ``huge``, ``body``,
+``hangup``, ``echo_auth``); once the script is used up the server repeats its default. Every
+request body is recorded, and the client's address, so tests can assert what was sent and over
+how many connections (the server speaks HTTP/1.1 and keeps connections alive, as real ones do).
 Other conftests load the fixtures with ``pytest_plugins = ["tests.llm_server"]``.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -37,6 +40,7 @@ class Behaviour:
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     drip: float | None = None
+    payload: bytes = b""
 
 
 def good(obj: Any = None) -> Behaviour:
@@ -56,6 +60,27 @@ def status(code: int, headers: dict[str, str] | None = None) -> Behaviour:
 
 def empty_choices() -> Behaviour:
     return Behaviour("empty")
+
+
+def null_content() -> Behaviour:
+    """A choice whose message content is null (what a refusal or a tool call looks like)."""
+    return Behaviour("null")
+
+
+def body(payload: bytes, code: int = 200, headers: dict[str, str] | None = None) -> Behaviour:
+    """``payload`` verbatim as the whole response body (e.g. a proxy's HTML error page)."""
+    return Behaviour("body", code=code, payload=payload,
+                     headers=headers or {"Content-Type": "text/html"})
+
+
+def hangup() -> Behaviour:
+    """Headers promising a full answer, half of it, then the connection closed."""
+    return Behaviour("hangup", content=json.dumps(VALID_ANSWER))
+
+
+def echo_auth(code: int = 401) -> Behaviour:
+    """An error whose message repeats the Authorization header it got (some servers do)."""
+    return Behaviour("echo_auth", code=code)
 
 
 def slow(seconds: float, drip: float | None = None) -> Behaviour:
@@ -78,16 +103,49 @@ class LLMServer(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.connection_of: list[int] = []  # per chat request: the serial of its connection
+        self.connections_made = 0
         self.max_in_flight = 0
         self._queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
         self._in_flight = 0
+        self._connections = threading.Condition(self._lock)
+        self.open_connections = 0
         self.stopping = threading.Event()
         self.base_url = f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that vanished (killed by a crash test, or reset a kept-alive connection)
+        is routine here; anything else is still printed."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def script(self, *behaviours: Behaviour) -> None:
         with self._lock:
             self._queue.extend(behaviours)
+
+    def answer_with(self, behaviour: Behaviour) -> None:
+        """From now on every request gets ``behaviour`` (anything still scripted is dropped)."""
+        with self._lock:
+            self._queue.clear()
+            self.default = behaviour
+
+    def connected(self, delta: int) -> int:
+        """Count a connection opened (+1, returns its serial) or closed (-1)."""
+        with self._connections:
+            self.open_connections += delta
+            self.connections_made += max(0, delta)
+            self._connections.notify_all()
+            return self.connections_made
+
+    def note_connection(self, serial: int) -> None:
+        with self._lock:
+            self.connection_of.append(serial)
+
+    def wait_no_connections(self, timeout: float = 30.0) -> bool:
+        """Whether every client connection got closed (by the client) within ``timeout``."""
+        with self._connections:
+            return self._connections.wait_for(lambda: self.open_connections == 0, timeout)
 
     def begin(self, body: dict[str, Any], headers: dict[str, str]) -> Behaviour:
         with self._lock:
@@ -108,9 +166,20 @@ class LLMServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: LLMServer
+    protocol_version = "HTTP/1.1"  # keep-alive: every answer below carries Content-Length
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # keep pytest output clean
+
+    def setup(self) -> None:
+        super().setup()
+        self.serial = self.server.connected(+1)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.connected(-1)
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         if self.path.rstrip("/") == "/v1/embeddings":
@@ -119,12 +188,18 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        behaviour = self.server.begin(body, {k.lower(): v for k, v in self.headers.items()})
         try:
-            self._act(behaviour, str(body.get("model", "test-model")))
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        except (ValueError, OSError):  # the client died mid-request (the crash tests kill it)
+            self.close_connection = True
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.note_connection(self.serial)
+        behaviour = self.server.begin(body, headers)
+        try:
+            self._act(behaviour, str(body.get("model", "test-model")), headers)
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout) before we answered
+            self.close_connection = True  # the client gave up (timeout) before we answered
         finally:
             self.server.end()
 
@@ -147,13 +222,31 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {"object": "list", "data": data, "model": body.get("model", "m"),
                          "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
-    def _act(self, b: Behaviour, model: str) -> None:
+    def _act(self, b: Behaviour, model: str, headers: dict[str, str]) -> None:
         if b.kind == "status":
             self._send(b.code, {"error": {"message": f"scripted {b.code}"}}, b.headers)
+        elif b.kind == "echo_auth":
+            got = headers.get("authorization", "")
+            self._send(b.code, {"error": {"message": f"Incorrect API key provided: {got}"}})
         elif b.kind == "empty":
             self._send(200, _completion(model, None))
+        elif b.kind == "null":
+            self._send(200, _completion(model, None, choice=True))
+        elif b.kind == "body":
+            self._send_bytes(b.code, b.payload, b.headers)
+        elif b.kind == "hangup":
+            data = json.dumps(_completion(model, b.content)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
         elif b.kind == "slow" and b.drip is None:
-            if not self.server.stopping.wait(b.seconds):
+            if self.server.stopping.wait(b.seconds):
+                self.close_connection = True  # shutting down: no answer, no next request
+            else:
                 self._send(200, _completion(model, b.content))
         elif b.kind == "slow":
             self._drip(_completion(model, b.content), b.seconds, b.drip or 0.1)
@@ -161,11 +254,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _completion(model, b.content))
 
     def _send(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(code, json.dumps(payload).encode(),
+                         {"Content-Type": "application/json", **(headers or {})})
+
+    def _send_bytes(self, code: int, data: bytes, headers: dict[str, str]) -> None:
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
+        for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
@@ -181,11 +276,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data[start:start + step])
             self.wfile.flush()
             if self.server.stopping.wait(every):
+                self.close_connection = True
                 return
 
 
-def _completion(model: str, content: str | None) -> dict[str, Any]:
-    choices = [] if content is None else [{
+def _completion(model: str, content: str | None, *, choice: bool = False) -> dict[str, Any]:
+    """A chat.completion; no choices at all when ``content`` is None unless ``choice``."""
+    choices = [] if content is None and not choice else [{
         "index": 0,
         "message": {"role": "assistant", "content": content},
         "finish_reason": "stop",

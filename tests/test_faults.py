@@ -78,13 +78,13 @@ def test_corrupt_file_gives_a_clear_error(db_path: Path) -> None:
     with open(db_path, "r+b") as fh:  # scribble over the b-tree pages, keep the header
         fh.seek(4096 * 2)
         fh.write(random.Random(0).randbytes(min(size - 8192, 4096 * 20)))
-    with pytest.raises(StoreError), Memory(db_path, embedder=None) as m:
+    # Opening checks the schema, which reads the scribbled pages: a one-line typed error
+    # naming the file, never an apsw traceback (and nothing is written into it).
+    with pytest.raises(StoreError, match=r"agent\.db' is corrupt"), \
+            Memory(db_path, embedder=None) as m:
         m.recent(1000)
-        m.store.query("SELECT count(*) FROM node_tags")
         m.store.query("SELECT * FROM nodes")
         m.save("write into a corrupt file")
-        if m.store.scalar("PRAGMA integrity_check") != "ok":
-            raise StoreError("corrupt")
 
 
 def test_wal_and_shm_are_private(db_path: Path) -> None:

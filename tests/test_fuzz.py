@@ -8,17 +8,22 @@ odd namespaces, and the HTTP API with hostile JSON (4xx JSON errors, never a 500
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
+import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remd import Memory, RemdError
+from remd import Memory, RemdError, load_config
+from remd.daemon import MemoryPool
+from remd.http import HttpServer, create_app
 from remd.tokens import TokenCounter
 from tests.test_http import serve
 
@@ -149,6 +154,95 @@ def test_http_answers_hostile_requests_with_json_4xx(tmp_path: Path) -> None:
                            headers={"content-type": "application/json"})
             assert raw.status_code == 400 and "error" in raw.json()
             assert api.get(f"/v1/memories/{anchor}").json()["content"] == ANCHORS[0]
+    finally:
+        server.stop()
+        pool.close()
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | _text,
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
+_url_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
+_fields = {"/v1/memories": ["content", "tags", "source", "namespace"],
+           "/v1/inject": ["query", "token_budget", "namespace"],
+           "/v1/feedback": ["pack_id", "accepted", "namespace"]}
+
+
+@st.composite
+def _post(draw: st.DrawFn) -> tuple[str, Any]:
+    """A POST to one endpoint: its own fields with hostile values (sometimes an extra field
+    or one missing), or any JSON at all."""
+    path = draw(st.sampled_from(sorted(_fields)))
+    if draw(st.booleans()):
+        return path, draw(_json)
+    names = draw(st.lists(st.sampled_from(_fields[path] + ["extra"]), unique=True))
+    return path, {name: draw(_json) for name in names}
+
+
+@pytest.fixture(scope="module")
+def http_api(tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[tuple[httpx.Client, Path, list[Any]]]:
+    db = tmp_path_factory.mktemp("httpfuzz") / "http.db"
+    with Memory(db, embedder=None) as m:
+        for text in ANCHORS:
+            m.save(text)
+        before = m.store.query("SELECT id, content, status FROM nodes ORDER BY rid")
+    server, pool = serve(db)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            yield api, db, before
+    finally:
+        server.stop()
+        pool.close()
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(post=_post(), ident=_url_text, ns=st.none() | _url_text)
+def test_http_fuzz_answers_4xx_json_never_500(
+        http_api: tuple[httpx.Client, Path, list[Any]], post: tuple[str, Any], ident: str,
+        ns: str | None) -> None:
+    api, db, before = http_api
+    path, body = post
+    params = {} if ns is None else {"namespace": ns}
+    ident = quote(ident, safe="")
+    responses = [
+        api.post(path, content=json.dumps(body).encode(),
+                 headers={"content-type": "application/json"}),
+        api.get(f"/v1/memories/{ident}", params=params),
+        api.get(f"/v1/memories/{ident}/history", params=params),
+        api.get("/v1/stats", params=params),
+    ]
+    for r in responses:
+        assert r.status_code < 500, (r.request.url, r.status_code, r.text[:300])
+        if r.is_redirect:  # "/v1/memories/" (empty id): Starlette's trailing-slash redirect
+            continue
+        data = r.json()
+        assert r.is_success or set(data) == {"error"}, data
+    with Memory(db, embedder=None) as m:
+        assert m.store.query("SELECT id, content, status FROM nodes ORDER BY rid")[:3] == before
+
+
+class _BuggyPool(MemoryPool):
+    """A pool whose every lease hits a bug (an exception that is not a RemdError)."""
+
+    def lease(self, namespace: str) -> Any:
+        raise RuntimeError(f"bug while leasing {namespace!r}")
+
+
+def test_a_bug_behind_the_api_is_a_json_500_and_a_logged_event(db_path: Path) -> None:
+    Memory(db_path, embedder=None).close()
+    pool = _BuggyPool(db_path, load_config(env={}), embedder=None)
+    server = HttpServer(create_app(pool), "127.0.0.1", 0)
+    server.start()
+    try:
+        with structlog.testing.capture_logs() as logs, httpx.Client(
+                base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            r = api.get("/v1/stats")
+        assert r.status_code == 500 and r.json()["error"]["type"] == "InternalError"
+        assert "bug while leasing" not in r.text  # the details go to the log, not the caller
+        crash = [e for e in logs if e["event"] == "http.internal_error"]
+        assert crash and crash[0]["error_type"] == "RuntimeError"
     finally:
         server.stop()
         pool.close()

@@ -23,7 +23,7 @@ from remd.http import HttpServer, create_app
 from remd.tokens import TokenCounter
 from tests.test_daemon import Served
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-7a1f0c"
 
 
 def serve(db: Path, config: Config | None = None, *, token: str | None = None,

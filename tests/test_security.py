@@ -1,12 +1,15 @@
 """Security checks: loopback-only HTTP unless a token guards it, and no namespace reads another
 through any front end (Python, CLI, HTTP, MCP).
 
+Secrets in logs are checked here on a real ``remd serve`` (HTTP, token, LLM key, a password in
+the LLM base URL) at debug and info level, by grepping everything the process wrote.
+
 Covered elsewhere and not repeated here: the DB, WAL and SHM files are 0600
 (tests/test_faults.py::test_wal_and_shm_are_private); the bearer token is enforced, compared in
-constant time and rotated on reload (tests/test_http.py::test_bearer_token); the API key and the
-token never reach a log line (tests/test_daemon.py::test_logs_are_json_lines_without_secrets_
-or_contents, tests/test_llm_faults.py); memory contents are logged at debug only
-(tests/test_daemon.py::test_contents_are_logged_at_debug_only).
+constant time and rotated on reload (tests/test_http.py::test_bearer_token); the redaction
+processor itself (tests/test_daemon.py::test_logs_are_json_lines_without_secrets_or_contents,
+::test_contents_are_logged_at_debug_only); a key echoed by the LLM server in its error never
+reaches REM's events or the database (tests/test_llm_faults.py).
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ from click.testing import CliRunner
 
 from remd import ConfigError, Memory, NotFound, load_config
 from remd.cli import main
+from remd.exchange import import_lines
+from tests.llm_server import LLMServer
+from tests.test_daemon import Served
 from tests.test_http import serve
 from tests.test_mcp import session
+from tests.test_rem import ALICE, DAY, NOW, YEAR_AGO, line
 
 SECRET = "Alice's bank PIN is 4921"
 
@@ -31,9 +38,18 @@ SECRET = "Alice's bank PIN is 4921"
 def test_a_public_bind_needs_a_token(host: str) -> None:
     with pytest.raises(ConfigError, match="not loopback"):
         load_config(env={}, overrides={"daemon": {"http": f"{host}:8765"}})
-    cfg = load_config(env={"REMD_DAEMON__HTTP_TOKEN": "t0ken"},
+    cfg = load_config(env={"REMD_DAEMON__HTTP_TOKEN": "t0ken-0123456789abcdef"},
                       overrides={"daemon": {"http": f"{host}:8765"}})
     assert cfg.daemon.http_address is not None
+
+
+@pytest.mark.parametrize("token", ["t0ken", " 0123456789abcde ",
+                                   "change-me-to-a-long-random-string"])
+def test_a_short_or_example_token_is_refused(token: str) -> None:
+    for http in ("127.0.0.1:8765", "0.0.0.0:8765"):
+        with pytest.raises(ConfigError, match="at least 16 characters"):
+            load_config(env={"REMD_DAEMON__HTTP_TOKEN": token},
+                        overrides={"daemon": {"http": http}})
 
 
 @pytest.mark.parametrize("http", ["8765", ":8765", "127.0.0.1:8765", "127.0.0.5:1",
@@ -126,3 +142,75 @@ def test_mcp_keeps_namespaces_apart(db_path: Path, two: tuple[str, str]) -> None
     session(db_path, body, "--namespace", "bob")
     with Memory(db_path, "alice", embedder=None) as alice:
         assert alice.store.scalar("SELECT count(*) FROM feedback") == 0
+
+
+def test_a_link_to_another_namespace_leads_nowhere(db_path: Path, two: tuple[str, str]) -> None:
+    """bob knows alice's id and links to it: the edge stays dangling for bob, and nothing he
+    can call (inject, history, a REM cycle over the linking notes, its rollback) reads alice's
+    memory through it."""
+    secret, _ = two
+    notes = [f"Bob's bank notes, see [[memory:{secret}]]",
+             f"Bob's bank notes again, see [[memory:{secret}]]",
+             f"More of Bob's bank notes, see [[memory:{secret}]]"]
+    with Memory(db_path, "bob", clock=lambda: NOW) as bob:
+        import_lines(bob, [line(t, YEAR_AGO - i * DAY) for i, t in enumerate(notes)])
+        run = bob.run_rem(now=NOW)  # before any inject: untouched for a year, so flagged
+        assert run.synthesised == 1
+        items = bob.inject("bank PIN notes", 4000).items
+        assert items and all("4921" not in i.content for i in items)
+        assert all(i.id != secret for i in items)
+        synthesis = bob.store.scalar("SELECT content FROM nodes WHERE namespace = 'bob' "
+                                     "AND kind = 'synthesis'")
+        assert "4921" not in synthesis
+        assert all("4921" not in n.content for i in bob.inject("bank PIN", 4000).items
+                   for n in bob.history(i.id))
+        bob.rollback(run.run_id)
+    with Memory(db_path, "alice", embedder=None) as alice:
+        node = alice.get(secret)
+        assert node.status.value == "live" and node.content == SECRET
+
+
+KEY = "sk-live-8d3f0b6a2c"
+TOKEN = "tok-51c9e7a0b3d2f64e"
+URL_PASSWORD = "pw-7c1e9a44"
+PRIVATE = ["Alice's locker code is Zebra-8841.", "My passport number is QX-55-1234."]
+
+
+@pytest.mark.parametrize("level", ["debug", "info"])
+def test_serve_never_logs_secrets_and_logs_contents_at_debug_only(
+        db_path: Path, llm_server: LLMServer, level: str) -> None:
+    with Memory(db_path, "work", clock=lambda: NOW) as m:
+        import_lines(m, [line(f"{t} (note {k})", YEAR_AGO - (3 * k + i) * DAY)
+                         for k in range(2) for i, t in enumerate(ALICE)])
+        import_lines(m, [line(PRIVATE[0], YEAR_AGO)])
+    base_url = llm_server.base_url.replace("http://", f"http://remd:{URL_PASSWORD}@")
+    served = Served(db_path, "--interval", "3600", "--http", "127.0.0.1:0", env={
+        "REMD_TRIGGERS__MAX_LIVE_NODES": "5", "REMD_REM__MIN_COVERAGE": "0",
+        "REMD_LLM__BASE_URL": base_url, "REMD_LLM__API_KEY": KEY,
+        "REMD_DAEMON__HTTP_TOKEN": TOKEN, "REMD_DAEMON__LOG_LEVEL": level,
+        "REMD_DAEMON__LOG_FORMAT": "json"})
+    try:
+        port = served.wait_for("http.listening")["port"]
+        assert served.wait_for("cycle.finished", namespace="work")["synthesised"] >= 1
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
+                          headers={"Authorization": f"Bearer {TOKEN}"}) as api:
+            assert api.post("/v1/memories", json={"content": PRIVATE[1]}).status_code == 201
+            pack = api.post("/v1/inject", json={"query": "passport number QX-55",
+                                                "token_budget": 200})
+            assert pack.status_code == 200 and "QX-55-1234" in pack.text
+            wrong = api.get("/v1/stats", headers={"Authorization": f"Bearer {TOKEN}x"})
+            assert wrong.status_code == 401
+    finally:
+        code = served.stop()
+    assert code == 0
+    out = "\n".join(json.dumps(e) for e in served.seen)
+    out += served.proc.stderr.read() if served.proc.stderr else ""
+    events = {e.get("event") for e in served.seen}
+    assert {"http.request", "rem.finished", "daemon.stopped"} <= events  # the grep saw a log
+    # The HTTP library logged the LLM URL: its password was masked, not dropped unseen.
+    assert f"remd:{URL_PASSWORD}@" not in out and "remd:[redacted]@" in out
+    for secret in (KEY, TOKEN, URL_PASSWORD):
+        assert secret not in out, secret
+    if level == "info":
+        for private in ("Zebra-8841", "QX-55", "Alice moved to Berlin", "Acme opened"):
+            assert private not in out, private

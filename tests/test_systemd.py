@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import pytest
 from pydantic import BaseModel
 
 from remd.config import Config, load_config
+from remd.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "systemd" / "remd.service"
@@ -114,6 +116,10 @@ def test_example_environment_file_is_valid() -> None:
         env[key] = value
     config_vars = {k: v for k, v in env.items() if k not in CLI_VARIABLES}
     assert config_vars, "the example should show config overrides"
+    # As shipped, the token is a placeholder the daemon refuses (README: replace it on install).
+    with pytest.raises(ConfigError, match="example file's placeholder"):
+        load_config(env=config_vars)
+    config_vars["REMD_DAEMON__HTTP_TOKEN"] = secrets.token_hex(24)
     config = load_config(env=config_vars)
     assert config.daemon.http_address is not None
     assert config.daemon.http_address[0] == "127.0.0.1"
