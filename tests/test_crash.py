@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import os
+import queue
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from remd import Memory
+from tests.crash_rem import MODES, Baseline, CrashLoop, EchoLLM, Zygote, build_db, check
+from tests.test_daemon import Served
+from tests.test_rem import NOW
 
 ROOT = Path(__file__).parent.parent
 
@@ -81,139 +87,88 @@ def test_sigkilled_writers_lose_nothing_acknowledged(db_path: Path, mode: str) -
 
 
 # -- SIGKILL during a REM cycle ------------------------------------------------------------------
-def _rem_consistent(m: Memory, live_before: set[str]) -> int:
-    """The checks a crash must never fail; returns how many synthesis nodes are committed."""
-    q = m.store.query
-    assert m.store.scalar("PRAGMA integrity_check") == "ok"
-    with m.store.transaction() as conn:  # FTS5 checks its index against the nodes table
-        conn.execute("INSERT INTO node_fts (node_fts, rank) VALUES ('integrity-check', 1)")
-    status = {i: (s, d) for i, s, d in q("SELECT id, status, deprecated_by FROM nodes")}
-    synth = {i for i, k, s in q("SELECT id, kind, status FROM nodes WHERE kind = 'synthesis'")
-             if s == "live"}
-    derived: dict[str, set[str]] = {}
-    for src, dst in q("SELECT src, dst FROM edges WHERE type = 'DERIVED_FROM' AND live = 1"):
-        derived.setdefault(src, set()).add(dst)
-    committed = {r[0] for r in q("SELECT synthesis_id FROM rem_clusters "
-                                 "WHERE status = 'committed'")}
-    for node in live_before:  # still live, or deprecated by a committed synthesis that exists
-        st, by = status[node]
-        if st != "live":
-            assert st == "deprecated" and by in synth, (node, st, by)
-            assert node in derived.get(by, set()), f"{by} lacks DERIVED_FROM {node}"
-    for s in synth:  # no synthesis without its members, its edges and its audit row
-        assert s in committed, s
-        members = derived.get(s, set())
-        assert len(members) >= 2, s
-        assert all(status[x] == ("deprecated", s) for x in members), s
-    # Edges re-pointed by a committed cluster point at nodes that exist.
-    for src, dst in q("SELECT src, dst FROM edges WHERE live = 1 AND rem_run IS NOT NULL"):
-        assert src in status and dst in status
-    return len(synth)
-
-
-def _rem_dump(m: Memory) -> dict[str, object]:
-    q = m.store.query
-    return {
-        "nodes": q("SELECT * FROM nodes ORDER BY rid"),
-        "edges": q("SELECT * FROM edges ORDER BY eid"),
-        "node_tags": q("SELECT * FROM node_tags ORDER BY tid, rid"),
-        "tags": q("SELECT tid, name, df FROM tags ORDER BY tid"),
-        "node_vec": q("SELECT rowid FROM node_vec ORDER BY rowid"),
-        "node_vec_bit": q("SELECT rid, bits FROM node_vec_bit ORDER BY rid"),
-    }
-
-
-def _roll_everything_back(m: Memory) -> None:
-    runs = m.store.query("SELECT run_id FROM rem_runs WHERE status != 'rolled_back' "
-                         "ORDER BY started_at DESC, rowid DESC")
-    for (run_id,) in runs:
-        m.rollback(run_id)
-
-
-@pytest.fixture
-def rem_db(db_path: Path) -> Path:
-    from remd.exchange import import_lines
-    from tests.test_rem import NOW, fragments, old_lines
-
-    with Memory(db_path, clock=lambda: NOW) as m:
-        import_lines(m, old_lines(fragments(12)))  # 120 year-old fragments, 12 topics
-        m.refresh_importance(NOW)  # each run refreshes at NOW first: compare after that
-    return db_path
-
-
 def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
-        rem_db: Path, llm_server: object) -> None:
-    """22 kills: in planning, between clusters, inside a cluster's write (offline synthesiser)
-    and during synthesis calls (a slow OpenAI-compatible server). After each: the checks of
-    _rem_consistent; then every run, interrupted or finished, rolls back to the exact graph."""
-    from tests.llm_server import LLMServer, slow
-    from tests.test_rem import NOW
+        db_path: Path, tmp_path: Path) -> None:
+    """24 kills of a REM run on a real file (tests/crash_rem.py has the loop and the checks):
+    at random moments of an offline run (planning, between clusters, in a cluster's commit),
+    inside a cluster's write transaction by construction (the child stops there and says so),
+    and during calls to a slow OpenAI-compatible server (up to two in flight). Every kill
+    is followed by :func:`tests.crash_rem.check`; every round ends with a run that completes
+    over what the kills left, whose rollback is exact, then a rollback of every run, exact too.
+    Last, a rollback whose freed rids are reused by a new memory leaves no stale vector bits."""
+    build_db(db_path)
+    server = EchoLLM(delay=0.1)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    with open(tmp_path / "zygote.log", "wb") as log:
+        zygote = Zygote(db_path, NOW, log)
+        try:
+            loop = CrashLoop(db_path, zygote, server, random.Random(7), strict=True)
+            tally = loop.run(24)
+            loop.rid_reuse()
+        finally:
+            zygote.close()
+            server.shutdown()
+    assert tally.kills >= 24 and not tally.failures
+    assert set(tally.by_mode) == set(MODES) and tally.kills_inside_a_write >= 5
+    # The kills after a committed cluster wait until the server is answering the next call.
+    assert tally.kills_during_llm_calls >= tally.by_mode["llm-after-cluster"] >= 5
+    assert tally.synthesis_nodes_checked > 0  # kills landed after clusters had committed
+    assert tally.interrupted_runs_marked >= tally.runs_completed_after_crashes
+    assert tally.exact_rollbacks == 2 * tally.runs_completed_after_crashes > 0
 
-    server = llm_server
-    assert isinstance(server, LLMServer)
-    server.default = slow(0.15)
-    rng = random.Random(7)
-    with Memory(rem_db, clock=lambda: NOW) as m:
-        before = _rem_dump(m)
-        live_before = {r[0] for r in m.store.query("SELECT id FROM nodes WHERE status = 'live'")}
-    # One full run, timed from "ready" to "done", so kills can be spread over the whole cycle.
-    proc = _spawn(["tests.crash_rem", str(rem_db), str(NOW)])
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    t0 = time.perf_counter()
-    out = proc.stdout.read()  # not communicate(): see _kill_and_read
-    assert proc.wait(timeout=120) == 0 and "done rem_" in out
-    span = time.perf_counter() - t0
-    clusters = out.count("cluster ") - 1  # the first line is "cluster 0/N", before any
-    with Memory(rem_db, clock=lambda: NOW) as m:
-        assert _rem_consistent(m, live_before) == clusters >= 5
-        _roll_everything_back(m)
-        assert _rem_dump(m) == before
-    kills = committed_seen = attempts = 0
-    while kills < 22 and attempts < 40:
-        attempts += 1
-        llm = attempts % 3 == 0  # a third of the kills land in (slow) synthesis calls
-        args = ["tests.crash_rem", str(rem_db), str(NOW), *([server.base_url] if llm else [])]
-        proc = _spawn(args)
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, span + (clusters * 0.15 / 2 if llm else 0.0)))
-        _kill_and_read(proc)
-        kills += proc.returncode == -signal.SIGKILL
-        with Memory(rem_db, clock=lambda: NOW) as m:
-            committed_seen += _rem_consistent(m, live_before)
-            if attempts % 4 == 0:  # the next run completes over what the crash left
-                run = m.run_rem(now=NOW)
-                assert run.status.value == "completed"
-                _rem_consistent(m, live_before)
-            _roll_everything_back(m)
-            assert _rem_dump(m) == before, f"rollback after kill {kills} is not exact"
-    assert kills >= 20
-    assert committed_seen > 0  # some kills landed after clusters had committed
+
+def _wait_for(served: Served, event: str, timeout: float = 90.0, **match: Any) -> dict[str, Any]:
+    """Served.wait_for with an overall deadline: a daemon ticking every second never falls
+    silent, so a per-event timeout alone would wait forever for an event that never comes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            item = served.events.get(timeout=max(deadline - time.monotonic(), 0.01))
+        except queue.Empty:
+            break
+        served.seen.append(item)
+        if item.get("event") == event and all(item.get(k) == v for k, v in match.items()):
+            return item
+    served.proc.kill()
+    served.proc.wait()
+    last = [(e.get("event"), e.get("namespace"), e.get("reason") or e.get("status"))
+            for e in served.seen[-15:]]
+    raise AssertionError(f"no {event!r} {match} within {timeout:.0f} s; last events: {last}")
 
 
 def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> None:
-    """`remd serve` is SIGKILLed three times mid-cycle while two agent processes keep saving
-    (one into the namespace being consolidated); every acknowledged save survives, the REM
-    invariants hold, and a restarted daemon finishes the job and stops cleanly."""
+    """`remd serve`, synthesising through a slow OpenAI-compatible server, is SIGKILLed three
+    times mid-cycle (just after its k-th cluster committed, with the next calls in flight)
+    while two agent processes keep saving, one into the namespace being consolidated. Every
+    acknowledged save survives (live, or folded into an existing synthesis), the REM
+    invariants hold after each kill, each restart marks the killed run interrupted, and the
+    last restart finishes the cycle and stops cleanly on SIGTERM."""
     from remd.exchange import import_lines
-    from tests.test_daemon import Served
-    from tests.test_rem import NOW, fragments, old_lines
+    from tests.test_rem import fragments, old_lines
 
     with Memory(db_path, "work", clock=lambda: NOW) as m:
         import_lines(m, old_lines(fragments(12)))
-        live_before = {r[0] for r in m.store.query("SELECT id FROM nodes WHERE status = 'live'")}
+        base = Baseline.of(m)
+    server = EchoLLM(delay=0.1)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    env = {"REMD_TRIGGERS__MAX_LIVE_NODES": "10", "REMD_DAEMON__LOG_LEVEL": "debug",
+           "REMD_LLM__BASE_URL": server.base_url, "REMD_LLM__API_KEY": "sk-test",
+           "REMD_LLM__MODEL": "daemon"}
     writers = {ns: _spawn(["tests.crash_writer", str(db_path), ns]) for ns in ("work", "w2")}
-    for proc in writers.values():
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    env = {"REMD_TRIGGERS__MAX_LIVE_NODES": "10", "REMD_DAEMON__LOG_LEVEL": "debug"}
     rng = random.Random(3)
     try:
+        for proc in writers.values():
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         for _ in range(3):
             served = Served(db_path, "--interval", "1", env=env)
-            served.wait_for("rem.started", namespace="work")
-            time.sleep(rng.uniform(0.05, 0.6))
+            _wait_for(served, "rem.cluster_committed", namespace="work", done=rng.randint(1, 3))
             assert served.stop(signal.SIGKILL) == -signal.SIGKILL
+            with Memory(db_path, "work", clock=lambda: NOW) as m:
+                check(m, base)  # and: a run left running is the newest, its lease names it
+                assert m.store.scalar("SELECT status FROM rem_runs WHERE namespace = 'work' "
+                                      "ORDER BY rowid DESC LIMIT 1") == "running"
     finally:
         acknowledged: dict[str, set[str]] = {}
         for ns, proc in writers.items():
@@ -221,7 +176,7 @@ def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> Non
             acknowledged[ns] = set(out.split("\n")[:-1])
     assert _integrity(db_path) == "ok"
     with Memory(db_path, "work", clock=lambda: NOW) as m:
-        _rem_consistent(m, live_before)
+        check(m, base)
         rows = {i: (ns, s, d) for i, ns, s, d in m.store.query(
             "SELECT id, namespace, status, deprecated_by FROM nodes")}
     for ns, ids in acknowledged.items():
@@ -230,9 +185,16 @@ def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> Non
             assert i in rows and rows[i][0] == ns, f"acknowledged {i} lost"
             assert rows[i][1] == "live" or rows[i][2] in rows
     served = Served(db_path, "--interval", "3600", env=env)
-    finished = served.wait_for("cycle.finished", namespace="work")
-    assert finished["status"] == "completed"
-    assert served.stop(signal.SIGTERM) == 0
+    try:
+        finished = _wait_for(served, "cycle.finished", namespace="work")
+        assert finished["status"] == "completed"
+    finally:
+        assert served.stop(signal.SIGTERM) == 0
+        server.shutdown()
     with Memory(db_path, "work", clock=lambda: NOW) as m:
-        _rem_consistent(m, live_before)
+        check(m, base)
         assert m.stats().synthesis >= 5
+        assert m.store.scalar("SELECT count(*) FROM rem_runs WHERE namespace = 'work' "
+                              "AND status = 'interrupted'") == 3
+        assert m.store.scalar("SELECT count(*) FROM rem_runs WHERE namespace = 'work' "
+                              "AND status = 'completed' AND synthesiser = 'llm'") >= 1
