@@ -141,3 +141,39 @@ def test_recency_and_dense_rankings() -> None:
 
     corpus = np.eye(3, dtype=np.float32)
     assert baselines.dense_rank(np.array([0.1, 0.9, 0.5], np.float32), corpus) == [1, 2, 0]
+
+
+def test_probe_variants_are_named_or_validated_overrides() -> None:
+    from benchmarks.eval import inject_probe
+
+    assert inject_probe.parse_variant("no-date") == ({"date_weight": 0.0}, None)
+    assert inject_probe.parse_variant("date_weight=1,fts_k=64") == (
+        {"date_weight": 1.0, "fts_k": 64}, None)
+    for bad in ("nonsense", "no_such_key=1", "fts_k=-3", "fts_k=many"):
+        with pytest.raises((SystemExit, ValueError)):
+            inject_probe.parse_variant(bad)
+
+
+def test_probe_scores_a_tiny_conversation_and_writes_nothing(tmp_path: Path) -> None:
+    from benchmarks.eval import inject_probe
+    from benchmarks.eval.locomo_run import RemdSubject
+    from remd import Config
+    from remd.embed import MiniLMEmbedder
+
+    conv = locomo.build_conversation(0, _sample(), {})
+    subject = RemdSubject(tmp_path / "p.db", Config(),
+                          baselines.CachedEmbedder(MiniLMEmbedder()))
+    try:
+        mem = subject.ingest(conv)
+        tallies = inject_probe.evaluate(subject, [conv], ["base", "no-date"], (16, 256),
+                                        diagnose=True)
+        assert mem.store.scalar("SELECT count(*) FROM packs") == 0
+        assert mem.store.scalar("SELECT sum(access_count) FROM nodes") == 0
+    finally:
+        subject.close()
+    base = tallies["base"]
+    # "What did Ann adopt?" (single-hop, evidence D1:1) at 256 tokens: the whole conversation fits.
+    assert base.recall[(4, 256)] == [1.0]
+    assert sum(base.cause[(4, 256)].values()) == 1 and base.cause[(4, 256)]["packed"] == 1
+    assert base.recall[(4, 16)] in ([0.0], [1.0])  # 16 tokens hold one turn at most
+    assert len(base.seconds) == 2  # each question with evidence was probed once, not per budget

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from benchmarks.eval.report import machine_line
+from remd.logs import configure_logging
 
 SECTIONS = ("locomo", "drift", "memorylens", "rem")
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="embedding cache (content hash -> vector) for LoCoMo turns")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
     args = ap.parse_args(argv)
+    # The tables go to stdout; remd's own log lines (REM runs, warnings) to stderr.
+    configure_logging("console", "warning", stream=sys.stderr)
 
     print(f"remd evaluation — {machine_line()}\n")
     t0 = time.perf_counter()

@@ -1,14 +1,21 @@
-"""Scratch: where remd's inject loses LoCoMo evidence, and what variants of it would gain.
+"""Inject probe: where remd's inject loses LoCoMo evidence, and what a variant of it would gain.
 
-Not part of the engine. ``Probe`` replays inject's read path (remd/inject.py ``_Injector.run``:
-seeds, walk, candidates, score) once per question, then packs at every budget from the same
-scored candidates, and writes nothing (no pack rows, no access counts), so variants can be
-compared on one ingested database. A variant is a config override, a hook that rescores the
-candidates, or both.
+A diagnostic, not part of the engine. ``Probe`` runs inject's read path (``_Injector.rank`` in
+remd/inject.py: seeds, walk, candidates, scores, neighbouring-turn context) once per question,
+then packs at every budget from the same scored candidates, and writes nothing (no pack rows, no
+access counts), so variants can be compared on one ingested database. A variant is a named
+entry of ``variants()`` (config overrides and/or a hook that rescores the candidates) or
+InjectConfig overrides given inline.
 
-    python -m benchmarks.eval.scratch_inject                 # all variants, all conversations
-    python -m benchmarks.eval.scratch_inject --quick --variants base recency0
-    python -m benchmarks.eval.scratch_inject --diagnose      # misses by cause, per category
+    python -m benchmarks.eval.inject_probe --quick                  # defaults vs named variants
+    python -m benchmarks.eval.inject_probe --variants base date_weight=0 fts_k=64,vector_k=64
+    python -m benchmarks.eval.inject_probe --diagnose --examples 1 3  # misses by cause, examples
+
+``--diagnose`` splits every evidence turn of the first variant into packed / a candidate that
+the budget cut / never a candidate, per category and budget, and lists missed questions of the
+``--examples`` categories with their seeds and the evidence's rank. The date boost
+(``date_weight``) and the defaults ``fusion_k = 8``, ``lexical_weight = 1.5``,
+``vector_k = fts_k = 32`` were chosen with it.
 """
 
 from __future__ import annotations
@@ -60,20 +67,8 @@ class Probe(_Injector):
         cfg = self.cfg
         counter = self.mem.counter
         with self.mem.store.snapshot() as conn:
-            self.n = self._size(conn)
-            qseeds = self._query_seeds(conn, query)
-            near = self._vector_hits(conn, query)
-            cands: dict[int, _Candidate] = {}
-            near = self._resolve(conn, near)[: cfg.vector_k]
-            vseeds = self._vector_seeds(conn, near, set(qseeds))
-            walk = self._propagate(conn, {**qseeds, **vseeds})
-            self._graph_candidates(conn, walk, cands)
-            for rid, sim in near:
-                cands.setdefault(rid, _Candidate(rid)).vector = max(sim, 1e-9)
-            for rid, score in self._lexical_hits(conn, query):
-                cands.setdefault(rid, _Candidate(rid)).lexical = max(score, 1e-9)
-            self._load(conn, cands)
-            self._score(cands)
+            ranked = self.rank(conn, query)
+            cands = ranked.cands
             if self.hook is not None:
                 self.hook(self, conn, cands, query)
             sep = counter.count(cfg.separator) if cfg.separator else 0
@@ -83,62 +78,11 @@ class Probe(_Injector):
                 contents, _ = self._texts(conn, [c.rid for c, _, _ in picked])
                 picked, _, _ = self._fit(picked, contents, b)
                 packed[b] = [c.rid for c, _, _ in picked]
-        seeds = [n for n, _ in qseeds.values()] + [f"~{n}" for n, _ in vseeds.values()]
+        seeds = [s.tag if s.origin == "query" else f"~{s.tag}" for s in ranked.seeds]
         return Probed(cands, packed, seeds)
 
 
 # -- hooks: structural variants ------------------------------------------------------------------
-
-
-def neighbours(weight: float = 0.25, window: float = 3600.0) -> Hook:
-    """Spread relevance to the memories saved just before and after (same namespace, saved
-    within ``window`` seconds): a turn's answer is the next turn, its question the previous."""
-
-    def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, _Candidate], q: str) -> None:
-        base = {rid: c.base for rid, c in cands.items()}
-        want = {r + d for r in base for d in (-1, 1)} - set(base)
-        extra: dict[int, _Candidate] = {r: _Candidate(r) for r in want}
-        probe._load(conn, extra)
-        for rid, c in extra.items():
-            c.parts = {"relevance": 0.0, "recency": 1.0, "importance": 1.0}
-            cands[rid] = c
-        when = {rid: c.created_at for rid, c in cands.items()}
-        for rid, c in cands.items():
-            add = 0.0
-            for d in (-1, 1):
-                other = rid + d
-                if other in base and abs(when.get(other, -1e18) - c.created_at) <= window:
-                    add += weight * base[other]
-            c.base = base.get(rid, 0.0) + add
-
-    return hook
-
-
-def chain(*hooks: Hook) -> Hook:
-    def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, _Candidate], q: str) -> None:
-        for h in hooks:
-            h(probe, conn, cands, q)
-
-    return hook
-
-
-def entity_boost(factor: float = 1.15) -> Hook:
-    """Memories that open with a name the query carries ("Caroline: ...") score ``factor``x:
-    the named person is the speaker, not just someone addressed."""
-
-    def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, _Candidate], q: str) -> None:
-        names = {n for n, _ in extract_query_tags(q)}
-        if not names:
-            return
-        rids = list(cands)
-        marks = ",".join("?" * len(rids))
-        for rid, content in conn.execute(
-                f"SELECT rid, content FROM nodes WHERE rid IN ({marks})", rids):
-            head = content.split("] ", 1)[-1].split(":", 1)[0].strip().lower()
-            if head in names:
-                cands[rid].base *= factor
-
-    return hook
 
 
 def lead_tag_boost(factor: float = 1.15) -> Hook:
@@ -161,70 +105,66 @@ def lead_tag_boost(factor: float = 1.15) -> Hook:
     return hook
 
 
+def prf(top: int = 3, beta: float = 1.0, k: int = 32) -> Hook:
+    """Pseudo-relevance feedback: a second vector search from the query plus the centroid of
+    the best ``top`` candidates; its similarities are vector evidence too."""
+
+    def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, _Candidate], q: str) -> None:
+        import numpy as np
+
+        from remd import vectors
+
+        best = sorted(cands.values(), key=lambda c: -c.base)[:top]
+        if not best or probe.mem.embedder is None:
+            return
+        qv = np.asarray(probe.mem.embedder.embed([q])[0], np.float32)
+        marks = ",".join("?" * len(best))
+        rows = list(conn.execute(f"SELECT vec FROM node_vec_bit WHERE rid IN ({marks})",
+                                 [c.rid for c in best]))
+        if not rows:
+            return
+        mat = np.frombuffer(b"".join(r[0] for r in rows), np.float32).reshape(len(rows), -1)
+        q2 = qv / np.linalg.norm(qv) + beta * mat.mean(axis=0)
+        hits = vectors.knn(probe.mem.store, probe.ns, q2, k, rerank=probe.cfg.vector_rerank)
+        hits = probe._resolve(conn, hits)[:k]
+        fresh = {rid: _Candidate(rid) for rid, _ in hits if rid not in cands}
+        probe._load(conn, fresh)
+        cands.update(fresh)
+        for rid, sim in hits:
+            if rid in cands:
+                cands[rid].vector = max(cands[rid].vector, sim)
+        probe._score(cands)
+        probe._context(conn, cands)
+
+    return hook
+
+
 # -- variants ------------------------------------------------------------------------------------
 
 
 def variants() -> dict[str, tuple[dict[str, Any], Hook | None]]:
-    """name -> (InjectConfig overrides, hook)."""
-    k64 = {"vector_k": 64, "fts_k": 64}
-    k200 = {"vector_k": 200, "fts_k": 200}
-    flat = {"recency_weight": 0.0, "importance_weight": 0.0, "diversity_penalty": 0.0}
-    g5 = {"graph_weight": 0.5}
+    """name -> (InjectConfig overrides, hook): the structural alternatives worth re-checking.
+
+    Measured on all ten conversations (recall@256/512/1024/2048, categories 1-4) when the
+    defaults were set: ``base`` .577/.693/.780/.853; ``k64`` (deeper vector and lexical lists)
+    and ``prf`` (a second vector search from the best candidates' centroid) change no budget
+    by more than a point; ``lead`` (speaker boost) and ``graph.5`` were no better.
+    """
     return {
         "base": ({}, None),
-        "recency0": ({"recency_weight": 0.0}, None),
-        "k64": (k64, None),
-        "graph.5": (g5, None),
+        "no-date": ({"date_weight": 0.0}, None),
+        "no-context": ({"context_weight": 0.0}, None),
+        "k64": ({"vector_k": 64, "fts_k": 64}, None),
+        "graph.5": ({"graph_weight": 0.5}, None),
         "graph0": ({"graph_weight": 0.0}, None),
-        "graph.5+k64": ({**g5, **k64}, None),
-        "div0": ({"diversity_penalty": 0.0}, None),
-        "nbr": ({}, neighbours(0.25)),
+        "flat": ({"recency_weight": 0.0, "importance_weight": 0.0, "diversity_penalty": 0.0},
+                 None),
+        "vector-only": ({"graph_weight": 0.0, "lexical_weight": 0.0, "context_weight": 0.0,
+                         "vector_k": 200}, None),
+        "lexical-only": ({"graph_weight": 0.0, "vector_weight": 0.0, "context_weight": 0.0,
+                          "fts_k": 200}, None),
         "lead": ({}, lead_tag_boost(1.15)),
-        "nbr+lead": ({}, chain(neighbours(0.25), lead_tag_boost(1.15))),
-        "graph.5+nbr+lead": (g5, chain(neighbours(0.25), lead_tag_boost(1.15))),
-        "graph.5+k64+nbr+lead": ({**g5, **k64}, chain(neighbours(0.25), lead_tag_boost(1.15))),
-        "vector-only200": ({"graph_weight": 0.0, "lexical_weight": 0.0, **k200}, None),
-        "lexical-only200": ({"graph_weight": 0.0, "vector_weight": 0.0, **k200}, None),
-        "graph-only": ({"vector_weight": 0.0, "lexical_weight": 0.0}, None),
-        "vector-only200-flat": ({"graph_weight": 0.0, "lexical_weight": 0.0, "recency_weight": 0.0,
-                                 "importance_weight": 0.0, "diversity_penalty": 0.0, **k200},
-                                None),
-        "graph0+k64": ({"graph_weight": 0.0, **k64}, None),
-        "flat200": ({"graph_weight": 0.0, **flat, **k200}, None),
-        "g.25-flat200": ({"graph_weight": 0.25, **flat, **k200}, None),
-        "g.25-flat200+nbr+lead": ({"graph_weight": 0.25, **flat, **k200},
-                                  chain(neighbours(0.25), lead_tag_boost(1.15))),
-        "g0-flat200+nbr+lead": ({"graph_weight": 0.0, **flat, **k200},
-                                chain(neighbours(0.25), lead_tag_boost(1.15))),
-        "g.25-flat200+nbr.15+lead": ({"graph_weight": 0.25, **flat, **k200},
-                                     chain(neighbours(0.15), lead_tag_boost(1.15))),
-        "g.25-flat200+nbr+lead1.3": ({"graph_weight": 0.25, **flat, **k200},
-                                     chain(neighbours(0.25), lead_tag_boost(1.3))),
-        "div0-rec0": ({**flat}, None),
-        "graph0+k200": ({"graph_weight": 0.0, **k200}, None),
-        "graph.25+k200": ({"graph_weight": 0.25, **k200}, None),
-        "graph.5+k200": ({**g5, **k200}, None),
-        "graph.25+k200+nbr+lead": ({"graph_weight": 0.25, **k200},
-                                   chain(neighbours(0.25), lead_tag_boost(1.15))),
-        "graph.5+k200+nbr+lead": ({**g5, **k200}, chain(neighbours(0.25), lead_tag_boost(1.15))),
-        "lex1.5": ({"lexical_weight": 1.5}, None),
-        "lex1.5+g.7": ({"lexical_weight": 1.5, "graph_weight": 0.7}, None),
-        "g.7": ({"graph_weight": 0.7}, None),
-        "ctx.15": ({"context_weight": 0.15}, None),
-        "ctx.45": ({"context_weight": 0.45}, None),
-        "vec1.3": ({"vector_weight": 1.3}, None),
-        "fk30": ({"fusion_k": 30.0}, None),
-        "fk120": ({"fusion_k": 120.0}, None),
-        "lex1.5+fk30": ({"lexical_weight": 1.5, "fusion_k": 30.0}, None),
-        "lex2+fk30": ({"lexical_weight": 2.0, "fusion_k": 30.0}, None),
-        "lex1.5+fk15": ({"lexical_weight": 1.5, "fusion_k": 15.0}, None),
-        "lex1.5+fk8": ({"lexical_weight": 1.5, "fusion_k": 8.0}, None),
-        "fk8+k32": ({"fts_k": 32, "vector_k": 32}, None),
-        "fk8+k24": ({"fts_k": 24, "vector_k": 24}, None),
-        "fk8+fts32": ({"fts_k": 32}, None),
-        "lex2+fk15": ({"lexical_weight": 2.0, "fusion_k": 15.0}, None),
-        "lex1.5+fk15+k32": ({"lexical_weight": 1.5, "fusion_k": 15.0, "fts_k": 32,
-                             "vector_k": 32}, None),
+        "prf": ({}, prf(3, 1.0)),
     }
 
 
@@ -236,10 +176,28 @@ class Tally:
     seconds: list[float] = field(default_factory=list)
 
 
+def parse_variant(spec: str) -> tuple[dict[str, Any], Hook | None]:
+    """A named variant, or InjectConfig overrides written ``key=value,key=value``."""
+    if "=" not in spec:
+        named = variants()
+        if spec not in named:
+            raise SystemExit(f"unknown variant {spec!r}: one of {', '.join(named)}, or key=value")
+        return named[spec]
+    defaults = InjectConfig()
+    overrides: dict[str, Any] = {}
+    for part in spec.split(","):
+        key, _, value = part.partition("=")
+        if key not in InjectConfig.model_fields:
+            raise SystemExit(f"unknown InjectConfig key {key!r} in variant {spec!r}")
+        overrides[key] = type(getattr(defaults, key))(value)
+    InjectConfig(**overrides)  # validated here, not half-way through a run
+    return overrides, None
+
+
 def evaluate(subject: RemdSubject, convs: Sequence[locomo.Conversation], names: Sequence[str],
              budgets: Sequence[int], diagnose: bool = False,
-             examples: list[str] | None = None) -> dict[str, Tally]:
-    table_ = variants()
+             examples: list[str] | None = None,
+             example_categories: Sequence[int] = (1, 3)) -> dict[str, Tally]:
     out = {name: Tally() for name in names}
     for conv in convs:
         mem = subject.mems[conv.sample_id]
@@ -249,7 +207,7 @@ def evaluate(subject: RemdSubject, convs: Sequence[locomo.Conversation], names: 
             if node_id in subject.ids[conv.sample_id]:
                 rid_of[subject.ids[conv.sample_id][node_id]] = int(rid)
         for name in names:
-            overrides, hook = table_[name]
+            overrides, hook = parse_variant(name)
             cfg = mem.config.inject.model_copy(update=overrides)
             tally = out[name]
             for q in locomo.scored(conv.qa, (1, 2, 3, 4, 5)):
@@ -276,7 +234,7 @@ def evaluate(subject: RemdSubject, convs: Sequence[locomo.Conversation], names: 
                     b = budgets[len(budgets) // 2]
                     missing = [e for e, r in zip(q.evidence, want, strict=True)
                                if r not in probed.packed[b]]
-                    if missing and q.category in (1, 3):
+                    if missing and q.category in example_categories:
                         detail = ", ".join(
                             f"{e}: " + (f"rank {pos[rid_of[e]]}" if rid_of[e] in pos
                                         else "not a candidate") for e in missing)
@@ -286,32 +244,44 @@ def evaluate(subject: RemdSubject, convs: Sequence[locomo.Conversation], names: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.eval.scratch_inject")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.eval.inject_probe",
+                                 description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared"
                     / "data")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--conversations", type=int, nargs="+")
-    ap.add_argument("--variants", nargs="+", default=list(variants()))
+    ap.add_argument("--variants", nargs="+", default=["base", "no-date", "k64"],
+                    help="named variants, or InjectConfig overrides such as date_weight=1,fts_k=64")
     ap.add_argument("--diagnose", action="store_true")
+    ap.add_argument("--examples", type=int, nargs="+", default=[1, 3],
+                    help="LoCoMo categories whose misses --diagnose lists (1 multi-hop, "
+                         "2 temporal, 3 open-domain, 4 single-hop)")
     ap.add_argument("--dates", choices=["real", "ingest"], default="real")
     ap.add_argument("--cache", type=Path,
                     default=Path(tempfile.gettempdir()) / "remd-eval-cache" / "minilm.npz")
     args = ap.parse_args(argv)
+    for spec in args.variants:  # a typo stops here, not after the ingestion
+        parse_variant(spec)
     convs = locomo.load(args.data)
     pick = args.conversations or ((0, 1) if args.quick else None)
     if pick is not None:
         convs = [convs[i] for i in pick]
     embedder = baselines.CachedEmbedder(MiniLMEmbedder(), args.cache)
-    workdir = Path(tempfile.mkdtemp(prefix="remd-scratch-"))
-    subject = RemdSubject(fresh_db(workdir, "scratch.db"), Config(), embedder, dates=args.dates)
+    workdir = tempfile.TemporaryDirectory(prefix="remd-probe-")
+    subject = RemdSubject(fresh_db(Path(workdir.name), "probe.db"),
+                          Config(inject=InjectConfig(query_cache=0)), embedder,
+                          dates=args.dates)
     examples: list[str] = []
     try:
         for conv in convs:
             subject.ingest(conv)
         embedder.save()
-        tallies = evaluate(subject, convs, args.variants, BUDGETS, args.diagnose, examples)
+        tallies = evaluate(subject, convs, args.variants, BUDGETS, args.diagnose, examples,
+                           args.examples)
     finally:
         subject.close()
+        workdir.cleanup()
     rows = []
     for name, t in tallies.items():
         head = [mean([x for c in (1, 2, 3, 4) for x in t.recall[(c, b)]]) for b in BUDGETS]
@@ -333,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                              f"{k['candidate, cut'] / total:.3f}",
                              f"{k['not a candidate'] / total:.3f}"])
         print(table(["category", "budget", "packed", "candidate, cut", "not a candidate"], crow))
-        print("\nExamples (multi-hop / open-domain misses):\n")
+        print("\nExamples (misses of categories " + ", ".join(map(str, args.examples)) + "):\n")
         for line in examples:
             print(f"- {line}")
     print(f"\n{len(convs)} conversations; {math.fsum(len(locomo.scored(c.qa)) for c in convs):.0f}"
