@@ -50,7 +50,12 @@ MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("0002_vec_bit", _migration_sql("0002_vec_bit")),  # quantised vectors, tag/FTS indexes
     ("0003_vec_generation", _migration_sql("0003_vec_generation")),  # vector index reloads
     ("0004_node_tags_live", _migration_sql("0004_node_tags_live")),  # live rows of a tag
+    ("0005_tag_log", _migration_sql("0005_tag_log")),  # tags changed, for the graph cache
 )
+_TAG_LOG_VERSION = 5
+# tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.
+LOG_KEEP = 65_536
+_LOG_STEP = 4096
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -95,10 +100,7 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
-        # journal_mode=WAL needs a write lock the first time; it persists in the file.
-        mode = conn.execute("PRAGMA journal_mode").fetchone()
-        if mode is not None and mode[0] != "wal":
-            conn.execute("PRAGMA journal_mode=WAL")
+        _wal(conn, config)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL
         conn.execute("PRAGMA temp_store=MEMORY")
@@ -107,6 +109,41 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
     except apsw.Error as exc:
         raise _wrap(exc, path) from exc
     return conn
+
+
+def _prune_tag_log(conn: apsw.Connection) -> None:
+    """Before a commit: drop the oldest tag_log rows once the log holds LOG_KEEP + a step.
+
+    Two index probes when there is nothing to do. Readers that had not yet seen the dropped
+    rows notice and drop their caches (remd/graphcache.py).
+    """
+    top = conn.execute("SELECT max(seq) FROM tag_log").fetchone()[0]
+    low = conn.execute("SELECT min(seq) FROM tag_log").fetchone()[0]
+    if top is not None and top - low >= LOG_KEEP + _LOG_STEP:
+        conn.execute("DELETE FROM tag_log WHERE seq < ?", (top - LOG_KEEP,))
+
+
+def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
+    """Put the file in WAL mode (persistent: only a new file needs it).
+
+    Switching needs an exclusive lock, and SQLite answers BUSY at once instead of calling the
+    busy handler while another connection reads the new file: agents opening a new file
+    together retry here, for up to the busy timeout.
+    """
+    deadline = time.monotonic() + config.busy_timeout_ms / 1000
+    delay = 0.005
+    while True:
+        mode = conn.execute("PRAGMA journal_mode").fetchone()
+        if mode is not None and str(mode[0]).lower() == "wal":
+            return
+        with contextlib.suppress(apsw.BusyError):
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            if mode is not None and str(mode[0]).lower() == "wal":
+                return
+        if time.monotonic() >= deadline:
+            raise apsw.BusyError("database is locked (switching to WAL)")
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(0.1, delay * 2)
 
 
 class Store:
@@ -123,7 +160,9 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         self._savepoints = itertools.count()
+        self._current = False  # the file has tag_log (migration 0005), pruned at each commit
         self.migrate()
+        self._current = self.schema_version() >= _TAG_LOG_VERSION
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -162,6 +201,8 @@ class Store:
                 raise
             else:
                 try:
+                    if self._current:
+                        _prune_tag_log(self.conn)
                     self.conn.execute("COMMIT")
                 except apsw.Error as exc:
                     self._rollback()
