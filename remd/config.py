@@ -61,12 +61,13 @@ class InjectConfig(_Section):
     vector_k: int = Field(32, ge=0, description="nearest memories used as hybrid seeds")
     fts_k: int = Field(32, ge=0, description="lexical (FTS5) hits used as hybrid seeds")
     per_tag_cap: int = Field(64, ge=1, description="memories read per activated tag")
-    max_candidates: int = Field(512, ge=1)
+    max_candidates: int = Field(256, ge=1, description=(
+        "memories the tag walk may propose (vector and lexical hits come on top)"))
     diversity_penalty: float = Field(0.15, ge=0, le=1)
     feedback_eta: float = Field(0.05, gt=0, le=1)
     separator: str = "\n"
     # -- added with inject (issue 3) --
-    vector_rerank: int = Field(8, ge=1, description=(
+    vector_rerank: int = Field(4, ge=1, description=(
         "R: Hamming candidates per wanted neighbour, reranked by exact cosine"))
     vector_seed_nodes: int = Field(3, ge=0, description=(
         "nearest memories whose tags seed the tag-graph walk"))
@@ -107,6 +108,9 @@ class InjectConfig(_Section):
         "a memory saved on a date the query names scores 1 + w times more (0: off)"))
     date_pad_days: float = Field(3.0, ge=0, description=(
         "days either side of a named date that still count (saved the day after, ...)"))
+    graph_cache_tags: int = Field(8192, ge=0, description=(
+        "tags whose top edges and top memories a process keeps between injects (exact: "
+        "evicted as writes change them); 0: off"))
 
 
 class ImportanceConfig(_Section):

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import structlog
 
-from remd import vectors
+from remd import graphcache, nodemirror, vectors
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
 from remd.embed import EmbedError
@@ -71,6 +71,7 @@ they this those through to too under until up very was we were what when where w
 whom why will with would you your yours yourself yourselves s t don ll m re ve d
 """
 _STOP = frozenset(_STOP_WORDS.split())
+_KIND_NAMES = {code: name for name, code in nodemirror.KINDS.items()}
 
 @dataclass(frozen=True, kw_only=True)
 class ScoreParts:
@@ -157,8 +158,8 @@ class _Candidate:
     lexical: float = 0.0
     via: int | None = None  # the activated tag that gave the most graph evidence
     via_act: float = 0.0
-    # filled from nodes:
-    id: str = ""
+    # filled from the node mirror:
+    pos: int = -1  # position in the mirror's arrays
     kind: str = ""
     created_at: float = 0.0
     importance: float = 0.5
@@ -206,21 +207,23 @@ class _Injector:
         self._specs: dict[int, float] = {}
         self.edges_read = 0
         self.period: Period | None = None  # the dates the query names, set in rank()
+        self.cache = graphcache.cache_for(memory.store, self.cfg.graph_cache_tags)
+        self.nodes = nodemirror.mirror_for(memory.store, namespace)
+        self.ids: dict[int, str] = {}  # rid -> node id, read with the picked items' texts
+        self._synced = False
+
+    def _sync(self, conn: apsw.Connection) -> None:
+        """Bring the in-process caches to this snapshot (once per inject): evict the tags and
+        re-read the memories written since the last look."""
+        if not self._synced:
+            self.cache.sync(conn)
+            self.nodes.refresh(conn)
+            self._synced = True
 
     # -- seeds ----------------------------------------------------------------------------
-    def _size(self, conn: apsw.Connection) -> int:
-        """Memories in the namespace, for IDF: the vector index's count, else a bounded count.
-
-        An exact count(*) costs O(n) at every inject; IDF only needs the order of magnitude.
-        """
-        cap = 10_000
-        indexed = len(vectors.index_for(self.mem.store, self.ns))
-        if indexed >= cap:
-            return indexed
-        counted = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM nodes WHERE namespace = ? LIMIT ?)",
-            (self.ns, cap)).fetchone()
-        return max(indexed, int(counted[0]) if counted else 0)
+    def _size(self) -> int:
+        """Memories in the namespace (every status), for IDF: the mirror's row count."""
+        return self.nodes.n
 
     def _spec(self, df: int) -> float:
         """Specificity in (0, 1]: IDF normalised by the IDF of a tag on one memory."""
@@ -278,15 +281,18 @@ class _Injector:
         top_sim = max(s for _, s in near) or 1.0
         sims = {rid: max(0.0, s) / top_sim for rid, s in near}
         marks = ",".join("?" * len(sims))
+        rows = [(int(rid), int(tid), float(weight)) for rid, tid, weight in conn.execute(
+            f"SELECT rid, tid, weight FROM node_tags WHERE rid IN ({marks})", list(sims))
+            if tid not in taken]
+        info = self.cache.names(conn, {tid for _, tid, _ in rows})
         best: dict[int, tuple[str, float]] = {}
-        for rid, tid, weight, name, df in conn.execute(
-                f"SELECT nt.rid, nt.tid, nt.weight, t.name, t.df FROM node_tags nt "
-                f"JOIN tags t ON t.tid = nt.tid WHERE nt.rid IN ({marks})", list(sims)):
-            if tid in taken:
+        for rid, tid, weight in rows:
+            if tid not in info:
                 continue
-            w = cfg.vector_seed_weight * sims[rid] * float(weight) * self._spec(int(df))
+            name, df = info[tid]
+            w = cfg.vector_seed_weight * sims[rid] * weight * self._spec(df)
             if w > best.get(tid, ("", 0.0))[1]:
-                best[tid] = (str(name), w)
+                best[tid] = (name, w)
         ranked = sorted(best.items(), key=lambda kv: (-kv[1][1], kv[1][0]))
         return dict(ranked[: cfg.vector_seed_tags])
 
@@ -315,29 +321,32 @@ class _Injector:
             if room <= 0:
                 break
             improved: dict[int, float] = {}
+            # The hop's edges first (from the cache or one index range scan per source),
+            # then the targets' names and document frequencies in one read.
+            hop: list[tuple[int, float, int, float]] = []  # (src, reach, dst, weight)
             for src in frontier[: cfg.expand_per_hop]:
                 reach = walk.act[src] * cfg.decay
                 if reach <= floor:
                     break  # the frontier is sorted: no later source can do better
-                rows: list[tuple[Any, ...]] = []
-                for row in conn.execute(
-                        "SELECT e.dst, e.weight, t.name, t.df FROM tag_edges e "
-                        "JOIN tags t ON t.tid = e.dst WHERE e.src = ? "
-                        "ORDER BY e.weight DESC LIMIT ?", (src, cfg.fanout)):
-                    if reach * row[1] <= floor:
+                edges = self.cache.top_edges(conn, src, cfg.fanout)
+                for dst, weight in zip(edges.ids[: cfg.fanout], edges.weights, strict=False):
+                    if reach * weight <= floor:
                         break
-                    rows.append(row)
+                    hop.append((src, reach, dst, weight))
                 if subtypes:
-                    rows += [(c, cfg.subtype_weight, n, d) for c, n, d in conn.execute(
-                        "SELECT tp.child, t.name, t.df FROM tag_parents tp "
-                        "JOIN tags t ON t.tid = tp.child WHERE tp.parent = ? LIMIT ?",
+                    hop += [(src, reach, int(c), cfg.subtype_weight) for (c,) in conn.execute(
+                        "SELECT child FROM tag_parents WHERE parent = ? LIMIT ?",
                         (src, cfg.fanout))]
-                self.edges_read += len(rows)
-                for dst, weight, name, df in rows:
-                    a = reach * weight * self._spec(df)
-                    if a > walk.act.get(dst, 0.0):
-                        walk.act[dst], walk.parent[dst], walk.names[dst] = a, src, name
-                        improved[dst] = a
+            self.edges_read += len(hop)
+            info = self.cache.names(conn, {dst for _, _, dst, _ in hop})
+            for src, reach, dst, weight in hop:
+                if dst not in info:
+                    continue
+                name, df = info[dst]
+                a = reach * weight * self._spec(df)
+                if a > walk.act.get(dst, 0.0):
+                    walk.act[dst], walk.parent[dst], walk.names[dst] = a, src, name
+                    improved[dst] = a
             if len(walk.act) > cfg.beam:  # beam: keep the B most activated (seeds first)
                 keep = sorted(walk.act, key=lambda t: (walk.parent[t] is not None,
                                                        -walk.act[t]))[: cfg.beam]
@@ -363,10 +372,9 @@ class _Injector:
             act = walk.act[tid]
             # Weakly activated tags contribute little: read fewer of their memories.
             cap = max(4, math.ceil(cfg.per_tag_cap * act / top)) if top > 0 else 4
-            for rid, weight in conn.execute(
-                    "SELECT rid, weight FROM node_tags WHERE tid = ? AND live = 1 "
-                    "ORDER BY weight DESC, rid DESC LIMIT ?",
-                    (tid, min(cap, cfg.per_tag_cap))):
+            members = self.cache.top_members(conn, tid, cfg.per_tag_cap)
+            for rid, weight in zip(members.ids[: min(cap, cfg.per_tag_cap)], members.weights,
+                                   strict=False):
                 read += 1
                 c = cands.get(rid)
                 if c is None:
@@ -429,39 +437,48 @@ class _Injector:
         expr = self._match_expression(conn, query)
         if expr is None:
             return []
+        k = self.cfg.fts_k
         try:
+            # FTS5 alone first: joining nodes for the namespace and status costs a row lookup
+            # per matching posting, and bm25 is computed for every posting anyway. _resolve
+            # then keeps this namespace's live hits (a deprecated fragment's match counts for
+            # the synthesis that carries its words).
             rows: list[tuple[Any, ...]] = list(conn.execute(
-                "SELECT n.rid, bm25(node_fts) AS s FROM node_fts "
-                "JOIN nodes n ON n.rid = node_fts.rowid "
-                "WHERE node_fts MATCH ? AND n.namespace = ? "
-                "AND n.status IN ('live', 'deprecated') "
-                "ORDER BY s LIMIT ?", (expr, self.ns, self.cfg.fts_k)))
+                "SELECT rowid, bm25(node_fts) AS s FROM node_fts WHERE node_fts MATCH ? "
+                "ORDER BY s LIMIT ?", (expr, 2 * k)))
+            hits = self._resolve(conn, [(int(rid), -float(s)) for rid, s in rows])
+            if len(hits) < k and len(rows) == 2 * k:
+                # Most matches belong to other namespaces or dead nodes: filter in SQL.
+                rows = list(conn.execute(
+                    "SELECT n.rid, bm25(node_fts) AS s FROM node_fts "
+                    "JOIN nodes n ON n.rid = node_fts.rowid "
+                    "WHERE node_fts MATCH ? AND n.namespace = ? "
+                    "AND n.status IN ('live', 'deprecated') "
+                    "ORDER BY s LIMIT ?", (expr, self.ns, k)))
+                hits = self._resolve(conn, [(int(rid), -float(s)) for rid, s in rows])
         except apsw.SQLError as exc:  # a tokenizer edge case must not fail the inject
             log.warning("inject.fts_failed", error=str(exc))
             return []
-        # A deprecated fragment's match counts for the synthesis that carries its words.
-        return self._resolve(conn, [(int(rid), -float(s)) for rid, s in rows])
+        return hits[:k]
 
     # -- scoring --------------------------------------------------------------------------
-    def _load(self, conn: apsw.Connection, cands: dict[int, _Candidate]) -> None:
-        """Keep live, unexpired candidates of this namespace and read what scoring needs."""
-        rids = list(cands)
-        keep: set[int] = set()
-        for start in range(0, len(rids), 500):
-            part = rids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for rid, id_, kind, created, importance, tokens in conn.execute(
-                    f"SELECT rid, id, kind, created_at, importance, tokens FROM nodes "
-                    f"WHERE rid IN ({marks}) AND namespace = ? AND status = 'live' "
-                    f"AND (valid_until IS NULL OR valid_until > ?)",
-                    (*part, self.ns, self.now)):
-                c = cands[rid]
-                c.id, c.kind, c.created_at = id_, kind, float(created)
-                c.importance, c.tokens = float(importance), int(tokens)
-                keep.add(rid)
-        for rid in rids:
-            if rid not in keep:
-                del cands[rid]
+    def _load(self, cands: dict[int, _Candidate]) -> None:
+        """Keep live, unexpired candidates of this namespace and fill what scoring needs (from
+        the node mirror: no SQL)."""
+        nodes = self.nodes
+        rids, pos = nodes.positions(cands)
+        ok = nodes.usable(pos, self.now)
+        rids, pos = rids[ok], pos[ok]
+        keep = set(rids.tolist())
+        for rid in [r for r in cands if r not in keep]:
+            del cands[rid]
+        for rid, p, kind, created, importance, tokens in zip(
+                rids.tolist(), pos.tolist(), nodes.kind[pos].tolist(),
+                nodes.created[pos].tolist(), nodes.importance[pos].tolist(),
+                nodes.tokens[pos].tolist(), strict=True):
+            c = cands[rid]
+            c.pos, c.kind, c.created_at = p, _KIND_NAMES[kind], created
+            c.importance, c.tokens = importance, tokens
 
     def _score(self, cands: dict[int, _Candidate]) -> None:
         cfg = self.cfg
@@ -505,34 +522,35 @@ class _Injector:
 
     def _context(self, conn: apsw.Connection, cands: dict[int, _Candidate]) -> int:
         """Give the memories saved just before and after the best candidates a share of
-        their score; returns how many rows were read.
+        their score; returns how many rows were looked at.
 
         Memories saved together (turns of one conversation) explain each other: the answer
         to "what did Melanie paint?" is often the turn after the one that matches the words.
-        Two index seeks per source candidate, ``context_from`` sources at most.
+        The neighbours come from the node mirror (the nearest live rows on either side);
+        ``context_from`` sources at most.
         """
         cfg = self.cfg
         if cfg.context_weight <= 0 or cfg.context_from <= 0:
             return 0
-        top = sorted(cands.values(), key=lambda c: (-c.base, c.rid))[: cfg.context_from]
+        top = [c for c in sorted(cands.values(), key=lambda c: (-c.base, c.rid))
+               [: cfg.context_from]
+               if c.kind != NodeKind.SYNTHESIS.value]  # a REM run's node has no neighbours
+        nodes = self.nodes
         boost: dict[int, float] = {}
         read = 0
         for c in top:
-            if c.kind == NodeKind.SYNTHESIS.value:
-                continue  # written by a REM run, not saved beside anything: no neighbours
-            for op, order in (("<", "DESC"), (">", "ASC")):
-                row = conn.execute(
-                    f"SELECT rid, created_at, kind FROM nodes WHERE namespace = ? "
-                    f"AND status = 'live' AND rid {op} ? ORDER BY rid {order} LIMIT 1",
-                    (self.ns, c.rid)).fetchone()
+            for step in (-1, 1):
                 read += 1
-                if (row is None or row[2] == NodeKind.SYNTHESIS.value
-                        or abs(float(row[1]) - c.created_at) > cfg.context_window):
+                i = nodes.neighbour(c.pos, step)
+                if i == nodemirror.FAR:  # a long run of dead rows: one index seek instead
+                    i = self._seek_neighbour(conn, c.rid, step)
+                if (i < 0 or nodes.kind[i] == nodemirror.SYNTHESIS
+                        or abs(float(nodes.created[i]) - c.created_at) > cfg.context_window):
                     continue
-                rid = int(row[0])
+                rid = int(nodes.rid[i])
                 boost[rid] = max(boost.get(rid, 0.0), cfg.context_weight * c.base)
         fresh = {rid: _Candidate(rid) for rid in boost if rid not in cands}
-        self._load(conn, fresh)
+        self._load(fresh)
         if fresh:
             self._score(fresh)  # no evidence of their own: multipliers only
         cands.update(fresh)
@@ -602,12 +620,13 @@ class _Injector:
     def rank(self, conn: apsw.Connection, query: str) -> _Ranked:
         """Steps 1-4 of the pipeline in the caller's snapshot: every candidate, scored."""
         cfg = self.cfg
+        self._sync(conn)
         near = self._vector_hits(conn, query)  # refreshes the vector index first
-        self.n = self._size(conn)
+        self.n = self._size()
         self.period = query_period(query) if cfg.date_weight > 0 else None
         qseeds = self._query_seeds(conn, query)
         cands: dict[int, _Candidate] = {}
-        near = self._resolve(conn, near)[: cfg.vector_k]
+        near = self._resolve_top(conn, near, cfg.vector_k)
         vseeds = self._vector_seeds(conn, near, set(qseeds))
         seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
         seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]
@@ -618,7 +637,7 @@ class _Injector:
         for rid, score in self._lexical_hits(conn, query):
             cands.setdefault(rid, _Candidate(rid)).lexical = max(score, 1e-9)
         touched += len(near) + len(cands)
-        self._load(conn, cands)
+        self._load(cands)
         self._score(cands)
         touched += self._context(conn, cands)
         return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=touched)
@@ -655,25 +674,30 @@ class _Injector:
         fragment's match is evidence for the synthesis that now carries its words. Superseded,
         forgotten and other-namespace nodes stand for nothing.
         """
+        self._sync(conn)
         current = {int(r): int(r) for r in rids}  # original rid -> node to look at
         out: dict[int, int] = {}
+        live, deprecated = nodemirror.STATUS["live"], nodemirror.STATUS["deprecated"]
         for _ in range(4):  # a synthesis folded again by a later run: follow it
             if not current:
                 break
-            look = sorted(set(current.values()))
-            marks = ",".join("?" * len(look))
-            info = {int(rid): (str(status), None if nxt is None else int(nxt))
-                    for rid, status, nxt in conn.execute(
-                        f"SELECT n.rid, n.status, s.rid FROM nodes n LEFT JOIN nodes s "
-                        f"ON s.id = n.deprecated_by AND s.namespace = n.namespace "
-                        f"WHERE n.rid IN ({marks}) AND n.namespace = ?", (*look, self.ns))}
+            found, pos = self.nodes.positions(sorted(set(current.values())))
+            status = dict(zip(found.tolist(), self.nodes.status[pos].tolist(), strict=True))
+            folded = [r for r, st in status.items() if st == deprecated]
+            nxt: dict[int, int] = {}
+            if folded:  # only these need SQL: the synthesis that absorbed each
+                marks = ",".join("?" * len(folded))
+                nxt = {int(r): int(s) for r, s in conn.execute(
+                    f"SELECT n.rid, s.rid FROM nodes n JOIN nodes s "
+                    f"ON s.id = n.deprecated_by AND s.namespace = n.namespace "
+                    f"WHERE n.rid IN ({marks})", folded)}
             follow: dict[int, int] = {}
             for orig, rid in current.items():
-                status, nxt = info.get(rid, ("", None))
-                if status == "live":
+                st = status.get(rid)
+                if st == live:
                     out[orig] = rid
-                elif status == "deprecated" and nxt is not None:
-                    follow[orig] = nxt
+                elif st == deprecated and rid in nxt:
+                    follow[orig] = nxt[rid]
             current = follow
         return out
 
@@ -690,13 +714,43 @@ class _Injector:
                 best[target] = score
         return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
+    def _seek_neighbour(self, conn: apsw.Connection, rid: int, step: int) -> int:
+        """Mirror position of the nearest live node before/after ``rid`` (-1: none)."""
+        op, order = ("<", "DESC") if step < 0 else (">", "ASC")
+        row = conn.execute(
+            f"SELECT rid FROM nodes WHERE namespace = ? AND status = 'live' AND rid {op} ? "
+            f"ORDER BY rid {order} LIMIT 1", (self.ns, rid)).fetchone()
+        if row is None:
+            return -1
+        _, pos = self.nodes.positions([int(row[0])])
+        return int(pos[0]) if len(pos) else -1
+
+    def _resolve_top(self, conn: apsw.Connection, hits: Sequence[tuple[int, float]], k: int
+                     ) -> list[tuple[int, float]]:
+        """The best ``k`` of ``hits`` (best first) after _resolve, looking up stand-ins for as
+        few of them as it takes: most hits are live and stand for themselves."""
+        out: list[tuple[int, float]] = []
+        start, step = 0, 2 * k
+        while start < len(hits) and len(out) < k:
+            merged = dict(out)
+            for rid, score in self._resolve(conn, hits[start:start + step]):
+                if score > merged.get(rid, -math.inf):
+                    merged[rid] = score
+            out = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
+            start += step
+            step *= 2
+        return out[:k]
+
     def _texts(self, conn: apsw.Connection, rids: Sequence[int]
                ) -> tuple[dict[int, str], dict[int, tuple[str, ...]]]:
         if not rids:
             return {}, {}
         marks = ",".join("?" * len(rids))
-        contents = {int(r): str(t) for r, t in conn.execute(
-            f"SELECT rid, content FROM nodes WHERE rid IN ({marks})", list(rids))}
+        contents: dict[int, str] = {}
+        for r, ident, text in conn.execute(
+                f"SELECT rid, id, content FROM nodes WHERE rid IN ({marks})", list(rids)):
+            contents[int(r)] = str(text)
+            self.ids[int(r)] = str(ident)
         names: dict[int, list[str]] = {rid: [] for rid in rids}
         for rid, name in conn.execute(
                 f"SELECT nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
@@ -730,7 +784,7 @@ class _Injector:
                            lexical=c.lexical, recency=c.parts["recency"],
                            importance=c.parts["importance"], diversity=penalty,
                            context=c.parts.get("context", 0.0), date=c.parts.get("date", 1.0))
-        return PackItem(id=c.id, content=content, tokens=tokens,
+        return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=NodeKind(c.kind), created_at=c.created_at,
                         parts=parts, path=path, sources=sources)
 

@@ -51,8 +51,9 @@ MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("0003_vec_generation", _migration_sql("0003_vec_generation")),  # vector index reloads
     ("0004_node_tags_live", _migration_sql("0004_node_tags_live")),  # live rows of a tag
     ("0005_tag_log", _migration_sql("0005_tag_log")),  # tags changed, for the graph cache
+    ("0006_node_log", _migration_sql("0006_node_log")),  # nodes changed, for the node mirror
 )
-_TAG_LOG_VERSION = 5
+_LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
 # tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.
 LOG_KEEP = 65_536
 _LOG_STEP = 4096
@@ -111,16 +112,18 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
     return conn
 
 
-def _prune_tag_log(conn: apsw.Connection) -> None:
-    """Before a commit: drop the oldest tag_log rows once the log holds LOG_KEEP + a step.
+def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
+    """Before a commit: drop the oldest rows of each change log (tag_log, node_log) once it
+    holds LOG_KEEP + a step.
 
-    Two index probes when there is nothing to do. Readers that had not yet seen the dropped
-    rows notice and drop their caches (remd/graphcache.py).
+    Two index probes per log when there is nothing to do. Readers that had not yet seen the
+    dropped rows notice and reload (remd/graphcache.py, remd/nodemirror.py).
     """
-    top = conn.execute("SELECT max(seq) FROM tag_log").fetchone()[0]
-    low = conn.execute("SELECT min(seq) FROM tag_log").fetchone()[0]
-    if top is not None and top - low >= LOG_KEEP + _LOG_STEP:
-        conn.execute("DELETE FROM tag_log WHERE seq < ?", (top - LOG_KEEP,))
+    for table in tables:
+        (top,) = conn.execute(f"SELECT max(seq) FROM {table}").fetchone() or (None,)
+        (low,) = conn.execute(f"SELECT min(seq) FROM {table}").fetchone() or (None,)
+        if top is not None and top - low >= LOG_KEEP + _LOG_STEP:
+            conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - LOG_KEEP,))
 
 
 def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
@@ -160,9 +163,10 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         self._savepoints = itertools.count()
-        self._current = False  # the file has tag_log (migration 0005), pruned at each commit
+        self._logs: tuple[str, ...] = ()  # change logs the file has, pruned at each commit
         self.migrate()
-        self._current = self.schema_version() >= _TAG_LOG_VERSION
+        version = self.schema_version()
+        self._logs = tuple(t for t, v in _LOG_VERSIONS if version >= v)
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -201,8 +205,8 @@ class Store:
                 raise
             else:
                 try:
-                    if self._current:
-                        _prune_tag_log(self.conn)
+                    if self._logs:
+                        _prune_logs(self.conn, self._logs)
                     self.conn.execute("COMMIT")
                 except apsw.Error as exc:
                     self._rollback()

@@ -1,0 +1,177 @@
+"""An in-process cache of the tag graph's hot rows, exact by construction.
+
+inject reads the same rows query after query: the top-M edges of the tags it walks, the best
+live memories of the tags it activates, and those tags' names and document frequencies. Read
+from SQLite each time they cost about one microsecond of SQLite work per row plus the Python
+around it, a few thousand rows per query. This cache keeps them in process, per open store,
+and is never the source of truth:
+
+- Every write that could change a cached row appends the tag's id to ``tag_log`` (triggers of
+  migration 0005, whoever writes). Before each use the cache reads the log entries after its
+  last look, in the caller's read snapshot, and evicts those tags; the next use reloads them.
+  A reader therefore sees exactly what a fresh SQL read in the same snapshot would.
+- Every write transaction prunes the log (``Store.transaction``). A cache that finds the
+  entries after its last look already pruned, or more changes than it is worth evicting one
+  by one (a REM run flipping thousands of memories), drops everything.
+- Entries are bounded (``capacity`` tags per kind); past it the oldest half is dropped.
+
+Callers hold the store's lock (they run inside ``Store.snapshot()``), which serialises every
+use of one store's cache.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from remd.store import Store
+
+# Past this many changed tags since the last look, dropping the cache beats evicting each.
+_EVICT_MAX = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """A tag's cached rows, best first: (ids, weights) as flat arrays, and how many were asked
+    for when they were read (a longer request reloads)."""
+
+    ids: array.array[int]
+    weights: array.array[float]
+    limit: int
+
+
+class TagGraphCache:
+    """The cached rows of one open store (every namespace: tag ids are global)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.edges: dict[int, Rows] = {}
+        self.members: dict[int, Rows] = {}
+        self.info: dict[int, tuple[str, int]] = {}
+        self.seq: int | None = None  # last tag_log entry applied; None: never synced
+        self.hits = 0
+        self.misses = 0
+
+    # -- coherence ------------------------------------------------------------------------
+    def sync(self, conn: apsw.Connection) -> None:
+        """Evict what changed since the last sync (in the caller's read snapshot)."""
+        if self.capacity <= 0:
+            return
+        top = _scalar(conn, "SELECT max(seq) FROM tag_log")
+        if top == self.seq:
+            return
+        if self.seq is None or top < self.seq:  # first use, or the log was emptied/rebuilt
+            self.clear()
+        else:
+            low = _scalar(conn, "SELECT min(seq) FROM tag_log")
+            changed = None
+            if low <= self.seq + 1:  # nothing after our last look has been pruned
+                changed = [int(r[0]) for r in conn.execute(
+                    "SELECT DISTINCT tid FROM tag_log WHERE seq > ? LIMIT ?",
+                    (self.seq, _EVICT_MAX + 1))]
+            if changed is None or len(changed) > _EVICT_MAX:
+                self.clear()
+            else:
+                for tid in changed:
+                    self.edges.pop(tid, None)
+                    self.members.pop(tid, None)
+                    self.info.pop(tid, None)
+        self.seq = top
+
+    def clear(self) -> None:
+        self.edges.clear()
+        self.members.clear()
+        self.info.clear()
+
+    # -- reads ----------------------------------------------------------------------------
+    def top_edges(self, conn: apsw.Connection, tid: int, limit: int) -> Rows:
+        """The ``limit`` highest-weight out-edges of ``tid``: (dst tids, weights)."""
+        cached = self.edges.get(tid)
+        if cached is not None and cached.limit >= limit:
+            self.hits += 1
+            return cached
+        self.misses += 1
+        rows = _rows(conn, "SELECT dst, weight FROM tag_edges WHERE src = ? "
+                           "ORDER BY weight DESC LIMIT ?", (tid, limit), limit)
+        self._put(self.edges, tid, rows)
+        return rows
+
+    def top_members(self, conn: apsw.Connection, tid: int, limit: int) -> Rows:
+        """The ``limit`` best live memories carrying ``tid``: (rids, tag weights)."""
+        cached = self.members.get(tid)
+        if cached is not None and cached.limit >= limit:
+            self.hits += 1
+            return cached
+        self.misses += 1
+        rows = _rows(conn, "SELECT rid, weight FROM node_tags WHERE tid = ? AND live = 1 "
+                           "ORDER BY weight DESC, rid DESC LIMIT ?", (tid, limit), limit)
+        self._put(self.members, tid, rows)
+        return rows
+
+    def names(self, conn: apsw.Connection, tids: Iterable[int]) -> dict[int, tuple[str, int]]:
+        """(name, df) of each tag that exists; one statement for the ones not cached."""
+        out: dict[int, tuple[str, int]] = {}
+        missing: list[int] = []
+        for tid in tids:
+            got = self.info.get(tid)
+            if got is None:
+                missing.append(tid)
+            else:
+                out[tid] = got
+        for start in range(0, len(missing), 500):
+            part = missing[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for tid, name, df in conn.execute(
+                    f"SELECT tid, name, df FROM tags WHERE tid IN ({marks})", part):
+                out[tid] = (str(name), int(df))
+                if self.capacity > 0:
+                    self.info[tid] = out[tid]
+        if len(self.info) > 4 * self.capacity:
+            self._trim(self.info)
+        return out
+
+    def _put(self, table: dict[int, Rows], tid: int, rows: Rows) -> None:
+        if self.capacity <= 0:  # caching off: every read goes to SQLite
+            return
+        table[tid] = rows
+        if len(table) > self.capacity:
+            self._trim(table)
+
+    @staticmethod
+    def _trim(table: dict[int, Any]) -> None:
+        """Drop the oldest half (dicts keep insertion order)."""
+        for tid in list(table)[: len(table) // 2]:
+            del table[tid]
+
+
+def _scalar(conn: apsw.Connection, sql: str) -> int:
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def _rows(conn: apsw.Connection, sql: str, params: Sequence[object], limit: int) -> Rows:
+    ids: array.array[int] = array.array("q")
+    weights: array.array[float] = array.array("d")
+    for a, w in conn.execute(sql, params):
+        ids.append(a)
+        weights.append(w)
+    return Rows(ids, weights, limit)
+
+
+_caches: weakref.WeakKeyDictionary[Store, TagGraphCache] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def cache_for(store: Store, capacity: int) -> TagGraphCache:
+    """The cache of one open store (created on first use)."""
+    with _caches_lock:
+        cache = _caches.get(store)
+        if cache is None or cache.capacity != capacity:
+            cache = _caches[store] = TagGraphCache(capacity)
+        return cache

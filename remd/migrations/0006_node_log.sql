@@ -1,0 +1,32 @@
+-- remd migration 0006_node_log: which memories changed, so readers can mirror the nodes table.
+--
+-- inject scores a few hundred candidates per query from their status, expiry, save time,
+-- importance, kind and token count, and looks at the memories saved just before and after the
+-- best ones. remd/nodemirror.py keeps those columns of a namespace in process (numpy arrays in
+-- rid order) and must never serve a stale value: every new row, every change to a mirrored
+-- column and every deletion appends the rid here, whoever writes (save, facts, REM, rollback,
+-- forget, importance, import). Readers apply the entries logged since their last look, in
+-- their own read snapshot. Pruned like tag_log (remd/store.py).
+
+CREATE TABLE node_log (
+    seq INTEGER PRIMARY KEY,
+    rid INTEGER NOT NULL
+);
+
+CREATE TRIGGER node_log_insert AFTER INSERT ON nodes BEGIN
+    INSERT INTO node_log (rid) VALUES (NEW.rid);
+END;
+
+CREATE TRIGGER node_log_update AFTER UPDATE OF
+    rid, namespace, kind, status, created_at, importance, tokens, valid_until ON nodes
+WHEN OLD.rid IS NOT NEW.rid OR OLD.namespace IS NOT NEW.namespace OR OLD.kind IS NOT NEW.kind
+    OR OLD.status IS NOT NEW.status OR OLD.created_at IS NOT NEW.created_at
+    OR OLD.importance IS NOT NEW.importance OR OLD.tokens IS NOT NEW.tokens
+    OR OLD.valid_until IS NOT NEW.valid_until
+BEGIN
+    INSERT INTO node_log (rid) SELECT NEW.rid UNION SELECT OLD.rid;
+END;
+
+CREATE TRIGGER node_log_delete AFTER DELETE ON nodes BEGIN
+    INSERT INTO node_log (rid) VALUES (OLD.rid);
+END;

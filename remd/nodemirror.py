@@ -1,0 +1,204 @@
+"""An in-process mirror of one namespace's node metadata, exact by construction.
+
+inject loads a few hundred candidates per query (is it live, unexpired, this namespace's;
+when was it saved; its importance, kind and token count) and looks at the memories saved just
+before and after the best ones. Read row by row from SQLite that is a few milliseconds per
+query; this mirror keeps those columns as numpy arrays in rid order, per open store and
+namespace, so the same work is a few array lookups. It is never the source of truth:
+
+- The first use loads the namespace. After that, every insert, deletion or change of a
+  mirrored column appends the rid to ``node_log`` (triggers of migration 0006, whoever
+  writes); before each use the mirror re-reads the rids logged since its last look, in the
+  caller's read snapshot, so it answers exactly what SQL would in that snapshot.
+- Entries already pruned from the log, or more changes than are worth re-reading one by one
+  (a REM run rescoring every memory), make it reload the namespace.
+
+Callers hold the store's lock (inside ``Store.snapshot()``), which serialises each store's use.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from remd.store import Store
+
+STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
+GONE = -1  # deleted, or moved to another namespace
+FAR = -2  # neighbour(): no live row among the next _NEAR
+_NEAR = 64
+KINDS = {"episodic": 0, "fact": 1, "synthesis": 2}
+SYNTHESIS = KINDS["synthesis"]
+
+_COLUMNS = "rid, namespace, kind, status, created_at, importance, tokens, valid_until"
+
+
+class NodeMirror:
+    """rid-sorted columns of one namespace's nodes (every status)."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.n = 0
+        self.rid: npt.NDArray[np.int64] = np.zeros(0, np.int64)
+        self.kind: npt.NDArray[np.int8] = np.zeros(0, np.int8)
+        self.status: npt.NDArray[np.int8] = np.zeros(0, np.int8)
+        self.created: npt.NDArray[np.float64] = np.zeros(0, np.float64)
+        self.importance: npt.NDArray[np.float64] = np.zeros(0, np.float64)
+        self.tokens: npt.NDArray[np.int64] = np.zeros(0, np.int64)
+        self.until: npt.NDArray[np.float64] = np.zeros(0, np.float64)  # inf: no expiry
+        self.seq: int | None = None  # last node_log entry applied; None: not loaded
+        self.reloads = 0
+
+    # -- coherence ------------------------------------------------------------------------
+    def refresh(self, conn: apsw.Connection) -> None:
+        """Bring the mirror to the caller's read snapshot."""
+        top = _scalar(conn, "SELECT max(seq) FROM node_log")
+        if top == self.seq:
+            return
+        if self.seq is None or top < self.seq:
+            self._load(conn)
+        else:
+            low = _scalar(conn, "SELECT min(seq) FROM node_log")
+            limit = max(4096, self.n // 4)  # past this, one scan beats re-reading each rid
+            changed = None
+            if low <= self.seq + 1:
+                changed = [int(r[0]) for r in conn.execute(
+                    "SELECT DISTINCT rid FROM node_log WHERE seq > ? LIMIT ?",
+                    (self.seq, limit + 1))]
+            if changed is None or len(changed) > limit:
+                self._load(conn)
+            else:
+                self._reread(conn, changed)
+        self.seq = top
+
+    def _load(self, conn: apsw.Connection) -> None:
+        self.n = 0
+        self.reloads += 1
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM nodes WHERE namespace = ? ORDER BY rid",
+                            (self.namespace,)).fetchall()
+        self._append(rows)
+
+    def _reread(self, conn: apsw.Connection, rids: list[int]) -> None:
+        found: dict[int, tuple[Any, ...]] = {}
+        for start in range(0, len(rids), 500):
+            part = rids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for row in conn.execute(f"SELECT {_COLUMNS} FROM nodes WHERE rid IN ({marks})",
+                                    part):
+                found[int(row[0])] = row
+        fresh: list[tuple[Any, ...]] = []
+        for rid in sorted(rids):
+            row = found.get(rid)
+            mine = row is not None and row[1] == self.namespace
+            i = self._find(rid)
+            if i >= 0:
+                if mine:
+                    self._set(i, row)  # type: ignore[arg-type]
+                else:
+                    self.status[i] = GONE
+            elif mine:
+                fresh.append(row)  # type: ignore[arg-type]
+        if fresh:
+            self._append(fresh)
+
+    def _set(self, i: int, row: tuple[Any, ...]) -> None:
+        _, _, kind, status, created, importance, tokens, until = row
+        self.kind[i] = KINDS.get(kind, 0)
+        self.status[i] = STATUS.get(status, GONE)
+        self.created[i] = created
+        self.importance[i] = importance
+        self.tokens[i] = tokens
+        self.until[i] = math.inf if until is None else until
+
+    def _append(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Add rows (sorted by rid); re-sorts only if one lands below the last rid."""
+        if not rows:
+            return
+        n0, n1 = self.n, self.n + len(rows)
+        self._grow(n1)
+        cols = list(zip(*rows, strict=True))
+        self.rid[n0:n1] = cols[0]
+        self.kind[n0:n1] = [KINDS.get(k, 0) for k in cols[2]]
+        self.status[n0:n1] = [STATUS.get(s, GONE) for s in cols[3]]
+        self.created[n0:n1] = cols[4]
+        self.importance[n0:n1] = cols[5]
+        self.tokens[n0:n1] = cols[6]
+        self.until[n0:n1] = [math.inf if u is None else u for u in cols[7]]
+        needs_sort = n0 > 0 and self.rid[n0] < self.rid[n0 - 1]
+        self.n = n1
+        if needs_sort:
+            order = np.argsort(self.rid[:n1], kind="stable")
+            for name in ("rid", "kind", "status", "created", "importance", "tokens", "until"):
+                col = getattr(self, name)
+                col[:n1] = col[:n1][order]
+
+    def _grow(self, need: int) -> None:
+        cap = len(self.rid)
+        if need <= cap:
+            return
+        new_cap = max(need, 2 * cap, 1024)
+        for name in ("rid", "kind", "status", "created", "importance", "tokens", "until"):
+            col = getattr(self, name)
+            bigger = np.zeros(new_cap, col.dtype)
+            bigger[:self.n] = col[:self.n]
+            setattr(self, name, bigger)
+
+    def _find(self, rid: int) -> int:
+        i = int(np.searchsorted(self.rid[:self.n], rid))
+        return i if i < self.n and int(self.rid[i]) == rid else -1
+
+    # -- reads ----------------------------------------------------------------------------
+    def positions(self, rids: Iterable[int]) -> tuple[npt.NDArray[np.int64],
+                                                      npt.NDArray[np.int64]]:
+        """(rids found in this namespace, their positions) for ``rids``, in input order."""
+        want = np.fromiter(rids, np.int64)
+        if self.n == 0:
+            return want[:0], np.zeros(0, np.int64)
+        pos = np.searchsorted(self.rid[:self.n], want)
+        pos[pos >= self.n] = 0
+        hit = (self.rid[pos] == want) & (self.status[pos] != GONE)
+        return want[hit], pos[hit]
+
+    def usable(self, pos: npt.NDArray[np.int64], now: float) -> npt.NDArray[np.bool_]:
+        """Live and not expired at ``now``: what inject may return."""
+        live: npt.NDArray[np.bool_] = (self.status[pos] == STATUS["live"]) & (
+            self.until[pos] > now)
+        return live
+
+    def neighbour(self, pos: int, step: int) -> int:
+        """Position of the nearest live node before (step -1) or after (+1) ``pos``; -1 if
+        there is none, FAR if none is among the next ``_NEAR`` rows (the caller seeks it with
+        an index instead of scanning a long run of folded fragments here)."""
+        lo, hi = (max(0, pos - _NEAR), pos) if step < 0 else (pos + 1, min(self.n, pos + 1 + _NEAR))
+        hits = np.flatnonzero(self.status[lo:hi] == STATUS["live"])
+        if len(hits):
+            return int(lo + (hits[-1] if step < 0 else hits[0]))
+        if (step < 0 and lo == 0) or (step > 0 and hi == self.n):
+            return -1
+        return FAR
+
+
+def _scalar(conn: apsw.Connection, sql: str) -> int:
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+_mirrors: weakref.WeakKeyDictionary[Store, dict[str, NodeMirror]] = weakref.WeakKeyDictionary()
+_mirrors_lock = threading.Lock()
+
+
+def mirror_for(store: Store, namespace: str) -> NodeMirror:
+    """The mirror of one namespace of one open store (loaded on first refresh)."""
+    with _mirrors_lock:
+        per_store = _mirrors.setdefault(store, {})
+        mirror = per_store.get(namespace)
+        if mirror is None:
+            mirror = per_store[namespace] = NodeMirror(namespace)
+        return mirror

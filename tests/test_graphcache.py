@@ -1,0 +1,201 @@
+"""The in-process caches of inject (tag graph, node mirror) against SQLite itself.
+
+Writes come from a second connection, as another agent process's would: saves, bulk saves,
+facts that supersede, forgets, feedback, tag renames and merges, REM runs and their rollbacks,
+imports. After each, the reader injects (which brings its caches to its snapshot) and every
+cached row is compared with a fresh SQL read in the same snapshot.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import remd.store as store_mod
+from remd import Config, Memory
+from remd.exchange import import_lines
+from remd.graphcache import cache_for
+from remd.nodemirror import GONE, KINDS, STATUS, mirror_for
+from tests.test_rem import NOW, fragments, old_lines
+
+WORDS = ["garden", "tomato", "harbour", "ferry", "violin", "concert", "budget", "invoice",
+         "marathon", "knee", "doctor", "sister", "birthday", "cake", "kayak", "river", "python",
+         "deploy", "server", "outage", "coffee", "bakery"]
+
+
+def check_cache(m: Memory) -> int:
+    """Every cached row equals SQL's in one snapshot; returns how many entries were checked."""
+    cfg = m.config.inject
+    cache = cache_for(m.store, cfg.graph_cache_tags)
+    checked = 0
+    with m.store.snapshot() as conn:
+        cache.sync(conn)
+        for tid, rows in cache.edges.items():
+            want = conn.execute("SELECT dst, weight FROM tag_edges WHERE src = ? "
+                                "ORDER BY weight DESC LIMIT ?", (tid, rows.limit)).fetchall()
+            assert list(zip(rows.ids, rows.weights, strict=True)) == want, f"edges of {tid}"
+            checked += 1
+        for tid, rows in cache.members.items():
+            want = conn.execute("SELECT rid, weight FROM node_tags WHERE tid = ? AND live = 1 "
+                                "ORDER BY weight DESC, rid DESC LIMIT ?",
+                                (tid, rows.limit)).fetchall()
+            assert list(zip(rows.ids, rows.weights, strict=True)) == want, f"members of {tid}"
+            checked += 1
+        for tid, info in cache.info.items():
+            row = conn.execute("SELECT name, df FROM tags WHERE tid = ?", (tid,)).fetchone()
+            assert row is not None and info == (row[0], row[1]), f"tag {tid}"
+            checked += 1
+    return checked
+
+
+def check_mirror(m: Memory) -> int:
+    """The node mirror holds exactly the namespace's rows, with SQL's values."""
+    mirror = mirror_for(m.store, m.namespace)
+    with m.store.snapshot() as conn:
+        mirror.refresh(conn)
+        rows = conn.execute(
+            "SELECT rid, kind, status, created_at, importance, tokens, valid_until FROM nodes "
+            "WHERE namespace = ? ORDER BY rid", (m.namespace,)).fetchall()
+    n = mirror.n
+    present = mirror.status[:n] != GONE
+    assert mirror.rid[:n][present].tolist() == [r[0] for r in rows]
+    assert np.all(np.diff(mirror.rid[:n]) > 0)
+    got = list(zip(mirror.kind[:n][present].tolist(), mirror.status[:n][present].tolist(),
+                   mirror.created[:n][present].tolist(),
+                   mirror.importance[:n][present].tolist(),
+                   mirror.tokens[:n][present].tolist(),
+                   mirror.until[:n][present].tolist(), strict=True))
+    want = [(KINDS[k], STATUS[s], c, i, t, float("inf") if u is None else u)
+            for _, k, s, c, i, t, u in rows]
+    assert got == want
+    return len(rows)
+
+
+def same_pack(warm: Memory, query: str, budget: int) -> bool:
+    """The warm reader's pack equals a cold reader's (a new connection, empty caches)."""
+    with Memory(warm.store.path, config=warm.config, embedder=None, clock=warm.clock) as cold:
+        want = [(i.id, round(i.score, 9), i.tokens) for i in cold.inject(query, budget).items]
+    got = [(i.id, round(i.score, 9), i.tokens) for i in warm.inject(query, budget).items]
+    assert got == want
+    return True
+
+
+def sentence(rng: random.Random) -> str:
+    return " ".join(rng.sample(WORDS, rng.randint(3, 7))).capitalize() + "."
+
+
+@pytest.fixture
+def pair(db_path: Path) -> Iterator[tuple[Memory, Memory]]:
+    """A reader and a writer on the same file, each with its own connection."""
+    config = Config()
+    with Memory(db_path, config=config, embedder=None, clock=lambda: NOW) as reader, \
+            Memory(db_path, config=config, embedder=None, clock=lambda: NOW) as writer:
+        yield reader, writer
+
+
+def write_something(rng: random.Random, writer: Memory, reader: Memory, runs: list[str]) -> str:
+    op = rng.choice(["save", "save", "save_many", "fact", "forget", "feedback", "rename",
+                     "merge", "rem", "rollback", "import"])
+    if op == "save":
+        writer.save(sentence(rng))
+    elif op == "save_many":
+        writer.save_many([sentence(rng) for _ in range(rng.randint(2, 12))])
+    elif op == "fact":
+        writer.save(f"My favourite city is {rng.choice(['Oslo', 'Lima', 'Porto', 'Hanoi'])}")
+    elif op == "forget":
+        recent = writer.recent(20)
+        if recent:
+            writer.forget(rng.choice(recent).id)
+    elif op == "feedback":
+        pack = reader.inject(sentence(rng), 200)
+        writer.feedback(pack.pack_id, rng.random())
+    elif op in ("rename", "merge"):
+        names = [str(r[0]) for r in writer.store.query(
+            "SELECT name FROM tags WHERE namespace = ? AND df > 0 ORDER BY tid", ("default",))]
+        if len(names) >= 2:
+            a, b = rng.sample(names, 2)
+            if op == "rename":
+                writer.rename_tag(a, f"{a}-{rng.randint(0, 9999)}")
+            else:
+                writer.merge_tags(a, b)
+    elif op == "rem":
+        run = writer.run_rem(now=NOW)
+        if run.run_id and run.synthesised:
+            runs.append(run.run_id)
+    elif op == "rollback" and runs:
+        writer.rollback(runs.pop())
+    elif op == "import":
+        import_lines(writer, old_lines(fragments(rng.randint(1, 2))), embed=False)
+    return op
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_caches_match_sqlite_after_every_kind_of_write(pair: tuple[Memory, Memory],
+                                                       seed: int) -> None:
+    reader, writer = pair
+    rng = random.Random(seed)
+    import_lines(writer, old_lines(fragments(2)), embed=False)
+    writer.save_many([sentence(rng) for _ in range(40)])
+    runs: list[str] = []
+    ops: set[str] = set()
+    checked = 0
+    for _ in range(45):
+        ops.add(write_something(rng, writer, reader, runs))
+        query, budget = sentence(rng), rng.choice([64, 256, 1024])
+        reader.inject(query, budget)  # fills and uses the caches
+        checked += check_cache(reader)
+        check_mirror(reader)
+        assert same_pack(reader, query, budget)
+    assert checked > 1000  # the comparisons were not vacuous
+    assert {"save", "fact", "rem", "import"} <= ops
+
+
+def test_a_new_memory_is_injected_at_once_though_its_tags_are_cached(
+        pair: tuple[Memory, Memory]) -> None:
+    reader, writer = pair
+    rng = random.Random(4)
+    writer.save_many([sentence(rng) for _ in range(30)])
+    writer.save("The harbour ferry timetable changed on Monday.")
+    reader.inject("harbour ferry timetable", 300)  # caches the tags' top members
+    fresh = writer.save("The harbour ferry now leaves from pier nine.")
+    pack = reader.inject("harbour ferry pier", 300)
+    assert fresh.id in [i.id for i in pack.items]
+    assert same_pack(reader, "harbour ferry pier", 300)
+    writer.forget(fresh.id)
+    assert all(i.id != fresh.id for i in reader.inject("harbour ferry pier", 300).items)
+    assert same_pack(reader, "harbour ferry pier", 300)
+
+
+def test_a_pruned_log_makes_readers_reload(pair: tuple[Memory, Memory],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    reader, writer = pair
+    monkeypatch.setattr(store_mod, "LOG_KEEP", 50)
+    monkeypatch.setattr(store_mod, "_LOG_STEP", 10)
+    rng = random.Random(9)
+    writer.save_many([sentence(rng) for _ in range(20)])
+    reader.inject("garden tomato", 500)
+    mirror = mirror_for(reader.store, reader.namespace)
+    loads = mirror.reloads
+    for _ in range(80):  # far more log rows than are kept
+        writer.save(sentence(rng))
+    assert writer.store.scalar("SELECT count(*) FROM tag_log") < 100
+    assert writer.store.scalar("SELECT count(*) FROM node_log") < 100
+    reader.inject("garden tomato", 500)
+    assert mirror.reloads == loads + 1
+    assert check_cache(reader) > 0
+    assert check_mirror(reader) == 100
+
+
+def test_caching_off_reads_sqlite_every_time(db_path: Path) -> None:
+    config = Config.model_validate({"inject": {"graph_cache_tags": 0}})
+    with Memory(db_path, config=config, embedder=None) as m:
+        m.save_many([sentence(random.Random(i)) for i in range(20)])
+        first = m.inject("garden tomato harbour", 300)
+        again = m.inject("garden tomato harbour", 300)
+        cache = cache_for(m.store, 0)
+        assert not cache.edges and not cache.members and not cache.info
+        assert [i.id for i in first.items] == [i.id for i in again.items]
