@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
+import numpy.typing as npt
+
 DAY = 86400.0
 
 # Dates a query names. "on 1 May, 2022" / "on May 1st, 2022" is a day, "in October 2023" a
@@ -48,6 +51,30 @@ class Period:
             return datetime.fromtimestamp(at, UTC).month in self.months
         except (OverflowError, OSError, ValueError):  # a clock far outside the calendar
             return False
+
+    def covers_many(self, at: npt.NDArray[np.float64], pad: float) -> npt.NDArray[np.bool_]:
+        """:meth:`covers` for an array of times."""
+        hit = np.zeros(len(at), bool)
+        for start, end in self.ranges:
+            hit |= (at >= start - pad) & (at < end + pad)
+        if self.months:
+            sane = (at >= _FIRST) & (at < _LAST)
+            months = np.zeros(len(at), np.int64)
+            months[sane] = _months(at[sane])
+            hit |= sane & np.isin(months, sorted(self.months))
+        return hit
+
+
+# datetime's range (years 1-9999) in POSIX seconds: covers() finds no month outside it.
+_FIRST, _LAST = -62_135_596_800.0, 253_402_300_800.0
+
+
+def _months(at: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Calendar month (1-12, UTC) of each POSIX time, rounded to the microsecond as
+    ``datetime.fromtimestamp`` rounds."""
+    us = np.round(at * 1e6).astype(np.int64).astype("datetime64[us]")
+    months: npt.NDArray[np.int64] = us.astype("datetime64[M]").astype(np.int64) % 12 + 1
+    return months
 
 
 def _utc(year: int, month: int, day: int = 1) -> float | None:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 
 from remd.store import Store
 
@@ -37,12 +39,21 @@ _EVICT_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
-class Rows:
-    """A tag's cached rows, best first: (ids, weights) as flat arrays, and how many were asked
-    for when they were read (a longer request reloads)."""
+class Edges:
+    """A tag's top out-edges, best first (numpy: the walk does array arithmetic on them), and
+    how many were asked for when they were read (a longer request reloads)."""
 
-    ids: array.array[int]
-    weights: array.array[float]
+    ids: npt.NDArray[np.int64]
+    weights: npt.NDArray[np.float64]
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Members:
+    """A tag's best live memories, best first (lists: read one by one), and the limit asked."""
+
+    ids: list[int]
+    weights: list[float]
     limit: int
 
 
@@ -51,8 +62,8 @@ class TagGraphCache:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self.edges: dict[int, Rows] = {}
-        self.members: dict[int, Rows] = {}
+        self.edges: dict[int, Edges] = {}
+        self.members: dict[int, Members] = {}
         self.info: dict[int, tuple[str, int]] = {}
         self.seq: int | None = None  # last tag_log entry applied; None: never synced
         self.hits = 0
@@ -90,29 +101,32 @@ class TagGraphCache:
         self.info.clear()
 
     # -- reads ----------------------------------------------------------------------------
-    def top_edges(self, conn: apsw.Connection, tid: int, limit: int) -> Rows:
+    def top_edges(self, conn: apsw.Connection, tid: int, limit: int) -> Edges:
         """The ``limit`` highest-weight out-edges of ``tid``: (dst tids, weights)."""
         cached = self.edges.get(tid)
         if cached is not None and cached.limit >= limit:
             self.hits += 1
             return cached
         self.misses += 1
-        rows = _rows(conn, "SELECT dst, weight FROM tag_edges WHERE src = ? "
-                           "ORDER BY weight DESC LIMIT ?", (tid, limit), limit)
-        self._put(self.edges, tid, rows)
-        return rows
+        ids, weights = _rows(conn, "SELECT dst, weight FROM tag_edges WHERE src = ? "
+                                   "ORDER BY weight DESC LIMIT ?", (tid, limit))
+        edges = Edges(np.frombuffer(ids, np.int64), np.frombuffer(weights, np.float64), limit)
+        self._put(self.edges, tid, edges)
+        return edges
 
-    def top_members(self, conn: apsw.Connection, tid: int, limit: int) -> Rows:
+    def top_members(self, conn: apsw.Connection, tid: int, limit: int) -> Members:
         """The ``limit`` best live memories carrying ``tid``: (rids, tag weights)."""
         cached = self.members.get(tid)
         if cached is not None and cached.limit >= limit:
             self.hits += 1
             return cached
         self.misses += 1
-        rows = _rows(conn, "SELECT rid, weight FROM node_tags WHERE tid = ? AND live = 1 "
-                           "ORDER BY weight DESC, rid DESC LIMIT ?", (tid, limit), limit)
-        self._put(self.members, tid, rows)
-        return rows
+        ids, weights = _rows(conn, "SELECT rid, weight FROM node_tags WHERE tid = ? "
+                                   "AND live = 1 ORDER BY weight DESC, rid DESC LIMIT ?",
+                             (tid, limit))
+        members = Members(ids.tolist(), weights.tolist(), limit)
+        self._put(self.members, tid, members)
+        return members
 
     def names(self, conn: apsw.Connection, tids: Iterable[int]) -> dict[int, tuple[str, int]]:
         """(name, df) of each tag that exists; one statement for the ones not cached."""
@@ -136,7 +150,7 @@ class TagGraphCache:
             self._trim(self.info)
         return out
 
-    def _put(self, table: dict[int, Rows], tid: int, rows: Rows) -> None:
+    def _put(self, table: dict[int, Any], tid: int, rows: Edges | Members) -> None:
         if self.capacity <= 0:  # caching off: every read goes to SQLite
             return
         table[tid] = rows
@@ -155,13 +169,14 @@ def _scalar(conn: apsw.Connection, sql: str) -> int:
     return int(row[0]) if row is not None and row[0] is not None else 0
 
 
-def _rows(conn: apsw.Connection, sql: str, params: Sequence[object], limit: int) -> Rows:
+def _rows(conn: apsw.Connection, sql: str, params: Sequence[object]
+          ) -> tuple[array.array[int], array.array[float]]:
     ids: array.array[int] = array.array("q")
     weights: array.array[float] = array.array("d")
     for a, w in conn.execute(sql, params):
         ids.append(a)
         weights.append(w)
-    return Rows(ids, weights, limit)
+    return ids, weights
 
 
 _caches: weakref.WeakKeyDictionary[Store, TagGraphCache] = weakref.WeakKeyDictionary()

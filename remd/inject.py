@@ -35,14 +35,18 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 import structlog
 
-from remd import graphcache, nodemirror, vectors
+from remd import graphcache, lexical, nodemirror, vectors
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
 from remd.embed import EmbedError
@@ -59,18 +63,6 @@ log = structlog.get_logger("remd.inject")
 
 MAX_BUDGET = 2**63 - 1
 _SOURCES = ("graph", "vector", "lexical")
-# Words that carry no topic of their own: left out of the FTS5 query (bm25 would give them a
-# small weight anyway, but their long posting lists cost time).
-_STOP_WORDS = """
-a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further had
-has have having he her here hers herself him himself his how i if in into is it its itself just
-me more most my myself no nor not now of off on once only or other our ours ourselves out over
-own same she should so some such than that the their theirs them themselves then there these
-they this those through to too under until up very was we were what when where which while who
-whom why will with would you your yours yourself yourselves s t don ll m re ve d
-"""
-_STOP = frozenset(_STOP_WORDS.split())
 _KIND_NAMES = {code: name for name, code in nodemirror.KINDS.items()}
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,7 +157,12 @@ class _Candidate:
     importance: float = 0.5
     tokens: int = 0
     base: float = 0.0
-    parts: dict[str, float] = field(default_factory=dict)
+    # what base is made of (ScoreParts): relevance x recency x importance x date + context
+    relevance: float = 0.0
+    recency: float = 1.0
+    weight: float = 1.0  # the importance multiplier
+    date: float = 1.0
+    context: float = 0.0
 
 
 @dataclass
@@ -183,6 +180,30 @@ class _Walk:
             out.append(p)
             seen.add(p)
         return out[::-1]
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """A vector search under way: the unit query and its Hamming candidates (or their
+    future, when the scan runs on the worker thread)."""
+
+    q: npt.NDArray[np.float32]
+    rids: npt.NDArray[np.int64] | Future[npt.NDArray[np.int64]]
+
+
+# Below this many vectors the Hamming scan takes well under 0.2 ms: not worth a thread hop.
+_SCAN_THREAD_MIN = 16_384
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    """One worker thread per process for Hamming scans (created on first use)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remd-scan")
+        return _pool
 
 
 @dataclass
@@ -237,6 +258,17 @@ class _Injector:
             self._specs[df] = spec
         return spec
 
+    def _specs_of(self, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """:meth:`_spec` of an array of document frequencies; a negative df (no such tag)
+        gives 0."""
+        if self.n < self.cfg.idf_min_memories:
+            spec = np.ones(len(df))
+        else:
+            top = math.log((self.n + 1) / 1.5)
+            spec = np.clip(np.log((self.n + 1) / (np.maximum(df, 0) + 0.5)) / top, 0.02, 1.0)
+        spec[df < 0] = 0.0
+        return spec
+
     def _query_seeds(self, conn: apsw.Connection, query: str) -> dict[int, tuple[str, float]]:
         def known(names: list[str]) -> set[str]:
             if not names:
@@ -258,19 +290,34 @@ class _Injector:
         scored.sort(key=lambda s: (-s[0], s[2]))
         return {tid: (name, w) for w, tid, name in scored[: self.cfg.max_seed_tags]}
 
-    def _vector_hits(self, conn: apsw.Connection, query: str) -> list[tuple[int, float]]:
+    def _start_vector_scan(self, conn: apsw.Connection, query: str) -> _Scan | None:
+        """Embed the query and start the Hamming pre-filter over the namespace's bit vectors
+        (on a worker thread for large namespaces, so it overlaps the lexical search: numpy and
+        SQLite both release the GIL). None when there is no vector search."""
         if self.cfg.vector_k <= 0:
-            return []
+            return None
         try:
             qvec = self.mem.query_vector(query)
         except EmbedError as exc:  # inject still works on tags and words
             log.warning("inject.embed_failed", error=str(exc))
+            return None
+        q = None if qvec is None else vectors.unit(qvec)
+        if q is None:
+            return None
+        index = vectors.index_for(self.mem.store, self.ns)
+        index.refresh(conn)
+        want = self.cfg.vector_k * max(1, self.cfg.vector_rerank)
+        if len(index) < _SCAN_THREAD_MIN:
+            return _Scan(q, index.candidates(q, want))
+        return _Scan(q, _scan_pool().submit(index.candidates, q, want))
+
+    def _finish_vector_scan(self, conn: apsw.Connection, scan: _Scan | None
+                            ) -> list[tuple[int, float]]:
+        """The scan's candidates ranked by exact cosine (float vectors read back)."""
+        if scan is None:
             return []
-        if qvec is None:
-            return []
-        hits = vectors.knn(self.mem.store, self.ns, qvec, self.cfg.vector_k,
-                           rerank=self.cfg.vector_rerank)
-        return hits
+        rids = scan.rids if isinstance(scan.rids, np.ndarray) else scan.rids.result()
+        return vectors.exact(conn, rids, scan.q)
 
     def _vector_seeds(self, conn: apsw.Connection, near: Sequence[tuple[int, float]],
                       taken: set[int]) -> dict[int, tuple[str, float]]:
@@ -280,10 +327,8 @@ class _Injector:
             return {}
         top_sim = max(s for _, s in near) or 1.0
         sims = {rid: max(0.0, s) / top_sim for rid, s in near}
-        marks = ",".join("?" * len(sims))
-        rows = [(int(rid), int(tid), float(weight)) for rid, tid, weight in conn.execute(
-            f"SELECT rid, tid, weight FROM node_tags WHERE rid IN ({marks})", list(sims))
-            if tid not in taken]
+        rows = [(rid, tid, weight) for rid, pairs in self.nodes.tags_of(conn, list(sims)).items()
+                for tid, weight in pairs if tid not in taken]
         info = self.cache.names(conn, {tid for _, tid, _ in rows})
         best: dict[int, tuple[str, float]] = {}
         for rid, tid, weight in rows:
@@ -322,31 +367,50 @@ class _Injector:
                 break
             improved: dict[int, float] = {}
             # The hop's edges first (from the cache or one index range scan per source),
-            # then the targets' names and document frequencies in one read.
-            hop: list[tuple[int, float, int, float]] = []  # (src, reach, dst, weight)
+            # then the targets' names and document frequencies in one read, then the
+            # activations as array arithmetic: per target, the best source wins (ties: the
+            # first, in frontier order).
+            dsts: list[npt.NDArray[np.int64]] = []
+            weights: list[npt.NDArray[np.float64]] = []
+            reaches: list[npt.NDArray[np.float64]] = []
+            srcs: list[npt.NDArray[np.int64]] = []
             for src in frontier[: cfg.expand_per_hop]:
                 reach = walk.act[src] * cfg.decay
                 if reach <= floor:
                     break  # the frontier is sorted: no later source can do better
                 edges = self.cache.top_edges(conn, src, cfg.fanout)
-                for dst, weight in zip(edges.ids[: cfg.fanout], edges.weights, strict=False):
-                    if reach * weight <= floor:
-                        break
-                    hop.append((src, reach, dst, weight))
+                top_w = edges.weights[: cfg.fanout]
+                n_keep = int(np.count_nonzero(reach * top_w > floor))  # weights are sorted
                 if subtypes:
-                    hop += [(src, reach, int(c), cfg.subtype_weight) for (c,) in conn.execute(
+                    children = [int(c) for (c,) in conn.execute(
                         "SELECT child FROM tag_parents WHERE parent = ? LIMIT ?",
                         (src, cfg.fanout))]
-            self.edges_read += len(hop)
-            info = self.cache.names(conn, {dst for _, _, dst, _ in hop})
-            for src, reach, dst, weight in hop:
-                if dst not in info:
-                    continue
-                name, df = info[dst]
-                a = reach * weight * self._spec(df)
-                if a > walk.act.get(dst, 0.0):
-                    walk.act[dst], walk.parent[dst], walk.names[dst] = a, src, name
-                    improved[dst] = a
+                    dsts += [edges.ids[:n_keep], np.array(children, np.int64)]
+                    weights += [top_w[:n_keep], np.full(len(children), cfg.subtype_weight)]
+                    n_keep += len(children)
+                else:
+                    dsts.append(edges.ids[:n_keep])
+                    weights.append(top_w[:n_keep])
+                reaches.append(np.full(n_keep, reach))
+                srcs.append(np.full(n_keep, src, np.int64))
+            if not dsts:
+                break
+            dst, wts = np.concatenate(dsts), np.concatenate(weights)
+            reach_a, src_a = np.concatenate(reaches), np.concatenate(srcs)
+            self.edges_read += len(dst)
+            uniq, inverse = np.unique(dst, return_inverse=True)
+            info = self.cache.names(conn, uniq.tolist())
+            spec = self._specs_of(np.array([info[t][1] if t in info else -1
+                                            for t in uniq.tolist()], np.float64))
+            act = reach_a * wts * spec[inverse]
+            order = np.lexsort((np.arange(len(act)), -act))  # best first, then hop order
+            _, first = np.unique(dst[order], return_index=True)
+            best = order[first]
+            for d, a, src in zip(dst[best].tolist(), act[best].tolist(), src_a[best].tolist(),
+                                 strict=True):
+                if a > 0 and a > walk.act.get(d, 0.0):
+                    walk.act[d], walk.parent[d], walk.names[d] = a, src, info[d][0]
+                    improved[d] = a
             if len(walk.act) > cfg.beam:  # beam: keep the B most activated (seeds first)
                 keep = sorted(walk.act, key=lambda t: (walk.parent[t] is not None,
                                                        -walk.act[t]))[: cfg.beam]
@@ -388,74 +452,27 @@ class _Injector:
         return read
 
     # -- lexical --------------------------------------------------------------------------
-    def _match_expression(self, conn: apsw.Connection, query: str) -> str | None:
-        """A safe FTS5 MATCH string: the query's rarer words, each quoted, OR-ed.
-
-        Never raw user text: quoting makes every word a plain string token, so FTS5 syntax in
-        the query ("AND", "NEAR(", '"', "*", "col:") cannot reach the parser.
-        """
-        tokenizer = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-        raw = query.encode("utf-8")
-        terms: dict[str, str] = {}
-        tokens: list[Any] = list(tokenizer(raw, apsw.FTS5_TOKENIZE_QUERY, None))
-        for start, end, stem, *_ in tokens:
-            word = raw[start:end].decode("utf-8", "replace")
-            if word.lower() in _STOP or stem in _STOP or stem in terms:
-                continue
-            terms[stem] = word
-            if len(terms) >= self.cfg.fts_max_terms:
-                break
-        if not terms:
-            return None
-        # Document frequency of each word, counted only up to the postings budget (a LIMIT
-        # inside FTS5, no ranking): O(budget) however common the word is.
-        cap = self.cfg.fts_max_postings
-        docs = []
-        for word in terms.values():
-            quoted = '"' + word.replace('"', '""') + '"'
-            row = conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? LIMIT ?)",
-                (quoted, cap + 1)).fetchone()
-            n = int(row[0]) if row else 0
-            if 0 < n <= cap:
-                docs.append((n, quoted))
-        docs.sort()
-        chosen: list[str] = []
-        total = 0
-        for n, quoted in docs:  # rarest first: a common word adds little to bm25, costs much
-            if total + n > cap:
-                break
-            chosen.append(quoted)
-            total += n
-        if not chosen:
-            return None
-        return " OR ".join(chosen)
-
     def _lexical_hits(self, conn: apsw.Connection, query: str) -> list[tuple[int, float]]:
-        if self.cfg.fts_k <= 0:
+        """The best ``fts_k`` bm25 matches of this namespace (remd/lexical.py), a deprecated
+        fragment's match counting for the synthesis that carries its words."""
+        cfg = self.cfg
+        if cfg.fts_k <= 0:
             return []
-        expr = self._match_expression(conn, query)
-        if expr is None:
-            return []
-        k = self.cfg.fts_k
+        counts = lexical.counts_for(self.mem.store)
+        k = cfg.fts_k
         try:
+            counts.sync(conn)
+            expr = lexical.match_expression(conn, query, counts, max_terms=cfg.fts_max_terms,
+                                            max_postings=cfg.fts_max_postings)
+            if expr is None:
+                return []
             # FTS5 alone first: joining nodes for the namespace and status costs a row lookup
-            # per matching posting, and bm25 is computed for every posting anyway. _resolve
-            # then keeps this namespace's live hits (a deprecated fragment's match counts for
-            # the synthesis that carries its words).
-            rows: list[tuple[Any, ...]] = list(conn.execute(
-                "SELECT rowid, bm25(node_fts) AS s FROM node_fts WHERE node_fts MATCH ? "
-                "ORDER BY s LIMIT ?", (expr, 2 * k)))
-            hits = self._resolve(conn, [(int(rid), -float(s)) for rid, s in rows])
+            # per matching posting. _resolve keeps this namespace's live hits.
+            rows = lexical.search(conn, expr, 2 * k)
+            hits = self._resolve(conn, rows)
             if len(hits) < k and len(rows) == 2 * k:
                 # Most matches belong to other namespaces or dead nodes: filter in SQL.
-                rows = list(conn.execute(
-                    "SELECT n.rid, bm25(node_fts) AS s FROM node_fts "
-                    "JOIN nodes n ON n.rid = node_fts.rowid "
-                    "WHERE node_fts MATCH ? AND n.namespace = ? "
-                    "AND n.status IN ('live', 'deprecated') "
-                    "ORDER BY s LIMIT ?", (expr, self.ns, k)))
-                hits = self._resolve(conn, [(int(rid), -float(s)) for rid, s in rows])
+                hits = self._resolve(conn, lexical.search(conn, expr, k, self.ns))
         except apsw.SQLError as exc:  # a tokenizer edge case must not fail the inject
             log.warning("inject.fts_failed", error=str(exc))
             return []
@@ -481,44 +498,47 @@ class _Injector:
             c.importance, c.tokens = importance, tokens
 
     def _score(self, cands: dict[int, _Candidate]) -> None:
+        """base = relevance x recency x importance x date for every loaded candidate (numpy
+        over the candidates; recency, importance and dates from the node mirror)."""
         cfg = self.cfg
-        weights = {"graph": cfg.graph_weight, "vector": cfg.vector_weight,
-                   "lexical": cfg.lexical_weight}
-        total = sum(weights.values()) or 1.0
-        evidence: dict[str, dict[int, float]] = {}
-        for src in _SOURCES:
-            values = {c.rid: getattr(c, src) for c in cands.values() if getattr(c, src) > 0}
+        cl = list(cands.values())
+        if not cl:
+            return
+        weights = np.array([cfg.graph_weight, cfg.vector_weight, cfg.lexical_weight])
+        total = float(weights.sum()) or 1.0
+        values = np.array([(c.graph, c.vector, c.lexical) for c in cl], np.float64)
+        evidence = np.zeros_like(values)
+        for j in range(3):
+            v = values[:, j]
+            has = v > 0
+            if not has.any():
+                continue
             if cfg.fusion == "score":  # each source's values over its best: in (0, 1]
-                top = max(values.values(), default=1.0)
-                evidence[src] = {rid: v / top for rid, v in values.items()}
-                continue
-            if cfg.fusion == "minmax":
-                top = max(values.values(), default=1.0)
-                low = min(values.values(), default=0.0)
-                span = (top - low) or 1.0
-                evidence[src] = {rid: 0.05 + 0.95 * (v - low) / span
-                                 for rid, v in values.items()}
-                continue
-            # Reciprocal rank, 1.0 at rank 1. Competition ranking: ties (many memories on
-            # one tag) share the better rank.
-            first: dict[float, int] = {}
-            for i, v in enumerate(sorted(values.values(), reverse=True)):
-                first.setdefault(v, i + 1)
-            k = cfg.fusion_k
-            evidence[src] = {rid: (k + 1) / (k + first[v]) for rid, v in values.items()}
-        half_life = cfg.recency_half_life_days * DAY
-        pad = cfg.date_pad_days * DAY
-        for c in cands.values():
-            rel = sum(weights[s] * evidence[s].get(c.rid, 0.0) for s in _SOURCES) / total
-            age = max(0.0, self.now - c.created_at)
-            recency = (1 - cfg.recency_weight) + cfg.recency_weight * 0.5 ** (age / half_life)
-            importance = (1 - cfg.importance_weight) + cfg.importance_weight * min(
-                1.0, max(0.0, c.importance))
-            dated = self.period is not None and self.period.covers(c.created_at, pad)
-            date = 1.0 + cfg.date_weight if dated else 1.0
-            c.base = rel * recency * importance * date
-            c.parts = {"relevance": rel, "recency": recency, "importance": importance,
-                       "context": 0.0, "date": date}
+                evidence[has, j] = v[has] / v[has].max()
+            elif cfg.fusion == "minmax":
+                top, low = v[has].max(), v[has].min()
+                evidence[has, j] = 0.05 + 0.95 * (v[has] - low) / ((top - low) or 1.0)
+            else:
+                # Reciprocal rank, 1.0 at rank 1. Competition ranking: ties (many memories
+                # on one tag) share the better rank: 1 + how many values are greater.
+                asc = np.sort(v[has])
+                rank = 1 + len(asc) - np.searchsorted(asc, v[has], side="right")
+                evidence[has, j] = (cfg.fusion_k + 1) / (cfg.fusion_k + rank)
+        rel = evidence @ weights / total
+        pos = np.fromiter((c.pos for c in cl), np.int64, len(cl))
+        created = self.nodes.created[pos]
+        age = np.maximum(0.0, self.now - created)
+        recency = (1 - cfg.recency_weight) + cfg.recency_weight * np.exp2(
+            -age / (cfg.recency_half_life_days * DAY))
+        importance = (1 - cfg.importance_weight) + cfg.importance_weight * np.clip(
+            self.nodes.importance[pos], 0.0, 1.0)
+        date = np.ones(len(cl))
+        if self.period is not None:
+            date[self.period.covers_many(created, cfg.date_pad_days * DAY)] += cfg.date_weight
+        base = rel * recency * importance * date
+        for c, b, r, rc, im, d in zip(cl, base.tolist(), rel.tolist(), recency.tolist(),
+                                      importance.tolist(), date.tolist(), strict=True):
+            c.base, c.relevance, c.recency, c.weight, c.date, c.context = b, r, rc, im, d, 0.0
 
     def _context(self, conn: apsw.Connection, cands: dict[int, _Candidate]) -> int:
         """Give the memories saved just before and after the best candidates a share of
@@ -558,19 +578,13 @@ class _Injector:
             near = cands.get(rid)
             if near is not None:
                 near.base += extra
-                near.parts["context"] = extra
+                near.context = extra
         return read
 
     # -- packing --------------------------------------------------------------------------
     def _tag_sets(self, conn: apsw.Connection, rids: Sequence[int]) -> dict[int, set[int]]:
-        out: dict[int, set[int]] = {rid: set() for rid in rids}
-        for start in range(0, len(rids), 500):
-            part = rids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for rid, tid in conn.execute(
-                    f"SELECT rid, tid FROM node_tags WHERE rid IN ({marks})", list(part)):
-                out[rid].add(tid)
-        return out
+        return {rid: {tid for tid, _ in pairs}
+                for rid, pairs in self.nodes.tags_of(conn, rids).items()}
 
     def _pack(self, conn: apsw.Connection, cands: dict[int, _Candidate], budget: int,
               sep_tokens: int) -> list[tuple[_Candidate, float, float]]:
@@ -621,12 +635,13 @@ class _Injector:
         """Steps 1-4 of the pipeline in the caller's snapshot: every candidate, scored."""
         cfg = self.cfg
         self._sync(conn)
-        near = self._vector_hits(conn, query)  # refreshes the vector index first
         self.n = self._size()
         self.period = query_period(query) if cfg.date_weight > 0 else None
+        scan = self._start_vector_scan(conn, query)
+        lexical = self._lexical_hits(conn, query)  # while the scan runs
         qseeds = self._query_seeds(conn, query)
         cands: dict[int, _Candidate] = {}
-        near = self._resolve_top(conn, near, cfg.vector_k)
+        near = self._resolve_top(conn, self._finish_vector_scan(conn, scan), cfg.vector_k)
         vseeds = self._vector_seeds(conn, near, set(qseeds))
         seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
         seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]
@@ -634,7 +649,7 @@ class _Injector:
         touched = self._graph_candidates(conn, walk, cands)
         for rid, sim in near:
             cands.setdefault(rid, _Candidate(rid)).vector = max(sim, 1e-9)
-        for rid, score in self._lexical_hits(conn, query):
+        for rid, score in lexical:
             cands.setdefault(rid, _Candidate(rid)).lexical = max(score, 1e-9)
         touched += len(near) + len(cands)
         self._load(cands)
@@ -751,12 +766,11 @@ class _Injector:
                 f"SELECT rid, id, content FROM nodes WHERE rid IN ({marks})", list(rids)):
             contents[int(r)] = str(text)
             self.ids[int(r)] = str(ident)
-        names: dict[int, list[str]] = {rid: [] for rid in rids}
-        for rid, name in conn.execute(
-                f"SELECT nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
-                f"WHERE nt.rid IN ({marks}) ORDER BY nt.rid, t.name", list(rids)):
-            names[rid].append(str(name))
-        return contents, {rid: tuple(v) for rid, v in names.items()}
+        tags = self.nodes.tags_of(conn, rids)
+        info = self.cache.names(conn, {tid for pairs in tags.values() for tid, _ in pairs})
+        names = {rid: tuple(sorted(info[tid][0] for tid, _ in pairs if tid in info))
+                 for rid, pairs in tags.items()}
+        return contents, names
 
     def _fit(self, picked: list[tuple[_Candidate, float, float]], contents: dict[int, str],
              budget: int) -> tuple[list[tuple[_Candidate, float, float]], dict[int, str], int]:
@@ -780,10 +794,9 @@ class _Injector:
               tags: tuple[str, ...], walk: _Walk) -> PackItem:
         path = tuple(walk.names.get(t, str(t)) for t in walk.path(c.via)) if c.via else ()
         sources = tuple(s for s in _SOURCES if getattr(c, s) > 0)
-        parts = ScoreParts(relevance=c.parts["relevance"], graph=c.graph, vector=c.vector,
-                           lexical=c.lexical, recency=c.parts["recency"],
-                           importance=c.parts["importance"], diversity=penalty,
-                           context=c.parts.get("context", 0.0), date=c.parts.get("date", 1.0))
+        parts = ScoreParts(relevance=c.relevance, graph=c.graph, vector=c.vector,
+                           lexical=c.lexical, recency=c.recency, importance=c.weight,
+                           diversity=penalty, context=c.context, date=c.date)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=NodeKind(c.kind), created_at=c.created_at,
                         parts=parts, path=path, sources=sources)

@@ -34,6 +34,7 @@ STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
 GONE = -1  # deleted, or moved to another namespace
 FAR = -2  # neighbour(): no live row among the next _NEAR
 _NEAR = 64
+_TAGS_KEEP = 65_536  # memories whose tags are kept (~0.3 KB each)
 KINDS = {"episodic": 0, "fact": 1, "synthesis": 2}
 SYNTHESIS = KINDS["synthesis"]
 
@@ -55,6 +56,8 @@ class NodeMirror:
         self.until: npt.NDArray[np.float64] = np.zeros(0, np.float64)  # inf: no expiry
         self.seq: int | None = None  # last node_log entry applied; None: not loaded
         self.reloads = 0
+        # (tid, weight) pairs of recently used memories, best first; evicted like the rows.
+        self._tags: dict[int, tuple[tuple[int, float], ...]] = {}
 
     # -- coherence ------------------------------------------------------------------------
     def refresh(self, conn: apsw.Connection) -> None:
@@ -80,6 +83,7 @@ class NodeMirror:
 
     def _load(self, conn: apsw.Connection) -> None:
         self.n = 0
+        self._tags.clear()
         self.reloads += 1
         rows = conn.execute(f"SELECT {_COLUMNS} FROM nodes WHERE namespace = ? ORDER BY rid",
                             (self.namespace,)).fetchall()
@@ -95,6 +99,7 @@ class NodeMirror:
                 found[int(row[0])] = row
         fresh: list[tuple[Any, ...]] = []
         for rid in sorted(rids):
+            self._tags.pop(rid, None)
             row = found.get(rid)
             mine = row is not None and row[1] == self.namespace
             i = self._find(rid)
@@ -172,17 +177,46 @@ class NodeMirror:
             self.until[pos] > now)
         return live
 
+    def tags_of(self, conn: apsw.Connection, rids: Sequence[int]
+                ) -> dict[int, tuple[tuple[int, float], ...]]:
+        """The (tag id, weight) pairs of each memory, best first; SQL only for those not
+        cached since their last change."""
+        out: dict[int, tuple[tuple[int, float], ...]] = {}
+        missing = []
+        for rid in rids:
+            got = self._tags.get(rid)
+            if got is None:
+                missing.append(rid)
+            else:
+                out[rid] = got
+        if missing:
+            found: dict[int, list[tuple[int, float]]] = {rid: [] for rid in missing}
+            for start in range(0, len(missing), 500):
+                part = missing[start:start + 500]
+                marks = ",".join("?" * len(part))
+                for rid, tid, weight in conn.execute(
+                        f"SELECT rid, tid, weight FROM node_tags WHERE rid IN ({marks}) "
+                        f"ORDER BY rid, weight DESC, tid", part):
+                    found[rid].append((tid, weight))
+            if len(self._tags) + len(found) > _TAGS_KEEP:
+                self._tags.clear()
+            for rid, pairs in found.items():
+                out[rid] = self._tags[rid] = tuple(pairs)
+        return out
+
     def neighbour(self, pos: int, step: int) -> int:
         """Position of the nearest live node before (step -1) or after (+1) ``pos``; -1 if
         there is none, FAR if none is among the next ``_NEAR`` rows (the caller seeks it with
         an index instead of scanning a long run of folded fragments here)."""
-        lo, hi = (max(0, pos - _NEAR), pos) if step < 0 else (pos + 1, min(self.n, pos + 1 + _NEAR))
-        hits = np.flatnonzero(self.status[lo:hi] == STATUS["live"])
-        if len(hits):
-            return int(lo + (hits[-1] if step < 0 else hits[0]))
-        if (step < 0 and lo == 0) or (step > 0 and hi == self.n):
-            return -1
-        return FAR
+        status, live = self.status, STATUS["live"]
+        i = pos + step
+        for _ in range(_NEAR):  # usually the adjacent row
+            if not 0 <= i < self.n:
+                return -1
+            if status[i] == live:
+                return i
+            i += step
+        return FAR if 0 <= i < self.n else -1
 
 
 def _scalar(conn: apsw.Connection, sql: str) -> int:

@@ -199,23 +199,30 @@ def knn(store: Store, namespace: str, query: npt.ArrayLike, k: int, *,
     Every status is included (the caller keeps the live ones, which is why it gets more than k).
     Runs in one read snapshot; raises StoreError if the file can't be read.
     """
-    if k <= 0:
+    q = unit(query)
+    if k <= 0 or q is None:
         return []
-    q: F32 = np.asarray(query, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(q))
-    if norm == 0.0:
-        return []
-    q = q / norm
     index = index_for(store, namespace)
     with store.snapshot() as conn:
         index.refresh(conn)
-        rids = index.candidates(q, k * max(1, rerank))
-        if len(rids) == 0:
-            return []
-        ids = [int(r) for r in rids]
-        marks = ",".join("?" * len(ids))
-        rows: list[tuple[Any, ...]] = list(conn.execute(
-            f"SELECT rid, vec FROM node_vec_bit WHERE rid IN ({marks})", ids))
+        return exact(conn, index.candidates(q, k * max(1, rerank)), q)
+
+
+def unit(query: npt.ArrayLike) -> F32 | None:
+    """The query as a float32 unit vector (None for a zero vector)."""
+    q: F32 = np.asarray(query, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(q))
+    return None if norm == 0.0 else q / norm
+
+
+def exact(conn: apsw.Connection, rids: npt.NDArray[np.int64], q: F32) -> list[tuple[int, float]]:
+    """(rid, cosine similarity) of the given candidates by their float vectors, best first."""
+    if len(rids) == 0:
+        return []
+    ids = [int(r) for r in rids]
+    marks = ",".join("?" * len(ids))
+    rows: list[tuple[Any, ...]] = list(conn.execute(
+        f"SELECT rid, vec FROM node_vec_bit WHERE rid IN ({marks})", ids))
     if not rows:
         return []
     mat = np.frombuffer(b"".join(r[1] for r in rows), np.float32).reshape(len(rows), DIM)

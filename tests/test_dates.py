@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from remd import Config, Memory
 from remd.config import InjectConfig
@@ -140,3 +143,18 @@ def test_explain_shows_the_date_factor(tmp_path: Path, clock: Clock) -> None:
     with mem:
         lines = list(explain(mem.inject("support group on May 8th, 2023", 10_000)))
         assert any(line.startswith("1. ") and "x date 3 " in line for line in lines)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([
+    "on 8 May, 2023", "in October 2023", "in June", "in 2022", "during march and in July",
+    "on May 1st, 2022 or 3 June 2022", "since last december"]), min_size=1, max_size=2),
+    st.lists(st.floats(min_value=-2e10, max_value=2e10, allow_nan=False), min_size=1,
+             max_size=40),
+    st.floats(min_value=0, max_value=10 * DAY))
+def test_covers_many_agrees_with_covers(phrases: list[str], times: list[float],
+                                        pad: float) -> None:
+    period = query_period("what happened " + " ".join(phrases))
+    assert period is not None
+    at = np.array(times, np.float64)
+    assert period.covers_many(at, pad).tolist() == [period.covers(t, pad) for t in times]

@@ -19,6 +19,7 @@ import remd.store as store_mod
 from remd import Config, Memory
 from remd.exchange import import_lines
 from remd.graphcache import cache_for
+from remd.lexical import counts_for
 from remd.nodemirror import GONE, KINDS, STATUS, mirror_for
 from tests.test_rem import NOW, fragments, old_lines
 
@@ -52,6 +53,19 @@ def check_cache(m: Memory) -> int:
     return checked
 
 
+def check_terms(m: Memory) -> int:
+    """Every cached FTS5 posting count equals a fresh capped count in the same snapshot."""
+    counts = counts_for(m.store)
+    with m.store.snapshot() as conn:
+        counts.sync(conn)
+        for (stem, cap), n in counts.counts.items():
+            row = conn.execute("SELECT count(*) FROM (SELECT 1 FROM node_fts "
+                               "WHERE node_fts MATCH ? LIMIT ?)",
+                               (counts.words[(stem, cap)], cap + 1)).fetchone()
+            assert n == row[0], f"postings of {stem!r}"
+    return len(counts.counts)
+
+
 def check_mirror(m: Memory) -> int:
     """The node mirror holds exactly the namespace's rows, with SQL's values."""
     mirror = mirror_for(m.store, m.namespace)
@@ -72,6 +86,11 @@ def check_mirror(m: Memory) -> int:
     want = [(KINDS[k], STATUS[s], c, i, t, float("inf") if u is None else u)
             for _, k, s, c, i, t, u in rows]
     assert got == want
+    with m.store.snapshot() as conn:
+        for rid, pairs in mirror._tags.items():
+            sql = conn.execute("SELECT tid, weight FROM node_tags WHERE rid = ? "
+                               "ORDER BY weight DESC, tid", (rid,)).fetchall()
+            assert list(pairs) == sql, f"tags of {rid}"
     return len(rows)
 
 
@@ -147,7 +166,7 @@ def test_caches_match_sqlite_after_every_kind_of_write(pair: tuple[Memory, Memor
         ops.add(write_something(rng, writer, reader, runs))
         query, budget = sentence(rng), rng.choice([64, 256, 1024])
         reader.inject(query, budget)  # fills and uses the caches
-        checked += check_cache(reader)
+        checked += check_cache(reader) + check_terms(reader)
         check_mirror(reader)
         assert same_pack(reader, query, budget)
     assert checked > 1000  # the comparisons were not vacuous

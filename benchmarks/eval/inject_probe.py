@@ -128,7 +128,7 @@ def prf(top: int = 3, beta: float = 1.0, k: int = 32) -> Hook:
         hits = vectors.knn(probe.mem.store, probe.ns, q2, k, rerank=probe.cfg.vector_rerank)
         hits = probe._resolve(conn, hits)[:k]
         fresh = {rid: _Candidate(rid) for rid, _ in hits if rid not in cands}
-        probe._load(conn, fresh)
+        probe._load(fresh)
         cands.update(fresh)
         for rid, sim in hits:
             if rid in cands:

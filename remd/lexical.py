@@ -1,0 +1,172 @@
+"""Lexical search for inject: the query's rarer words against SQLite's FTS5 index, by bm25.
+
+The query is tokenised with the index's own tokenizer (porter over unicode61); stop words go;
+each remaining word is quoted (so FTS5 syntax in a query can never reach the parser) and
+counted in the index up to ``fts_max_postings``; words are kept rarest first while their
+postings stay within that budget, so bm25's work is bounded whatever the index size.
+
+Counting is the expensive part (one capped FTS5 scan per word), and agents reuse their words,
+so :class:`TermCounts` keeps the counts per open store and keeps them exact: the index
+changes only when a node is inserted or deleted (content is never updated), both logged in
+``node_log`` (migration 0006); an insert's words are tokenised and the counts it changes are
+adjusted, a deletion (a REM rollback) drops them all.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import apsw
+
+from remd.store import Store
+
+_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # as schema.sql's node_fts
+# Words that carry no topic of their own: left out of the FTS5 query (bm25 would give them a
+# little weight each, and a long query of them costs postings for nothing).
+_STOP_WORDS = """
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its itself
+just me more most my myself no nor not now of off on once only or other our ours ourselves out
+over own same she should so some such than that the their theirs them themselves then there
+these they this those through to too under until up very was we were what when where which while
+whom why will with would you your yours yourself yourselves s t don ll m re ve d
+"""
+STOP = frozenset(_STOP_WORDS.split())
+_KEEP = 65_536  # counts kept per store
+_ADJUST_MAX = 256  # inserts past this since the last look: drop the counts instead
+
+
+class TermCounts:
+    """Capped FTS5 posting counts per (stem, cap), exact in the caller's snapshot."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, int], int] = {}
+        self.words: dict[tuple[str, int], str] = {}  # the quoted word each count is for
+        self.seq: int | None = None  # last node_log entry applied
+        self.hits = 0
+        self.misses = 0
+
+    def sync(self, conn: apsw.Connection) -> None:
+        """Adjust the counts for the nodes inserted since the last look (in this snapshot)."""
+        top = _scalar(conn, "SELECT max(seq) FROM node_log")
+        if top == self.seq:
+            return
+        if self.seq is None or top < self.seq or not self.counts:
+            self.counts.clear()
+        elif _scalar(conn, "SELECT min(seq) FROM node_log") > self.seq + 1:
+            self.counts.clear()  # entries we had not seen were pruned
+        else:
+            rows: list[tuple[Any, ...]] = conn.execute(
+                "SELECT rid, op FROM node_log WHERE seq > ? AND op != 'u' LIMIT ?",
+                (self.seq, _ADJUST_MAX + 1)).fetchall()
+            if len(rows) > _ADJUST_MAX or any(op == "d" for _, op in rows):
+                self.counts.clear()
+            elif rows:
+                self._add(conn, [int(rid) for rid, _ in rows])
+        self.seq = top
+
+    def _add(self, conn: apsw.Connection, rids: list[int]) -> None:
+        tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
+        marks = ",".join("?" * len(rids))
+        for (content,) in conn.execute(f"SELECT content FROM nodes WHERE rid IN ({marks})",
+                                       rids):
+            raw = str(content).encode("utf-8")
+            tokens: list[Any] = list(tokenizer(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None))
+            stems = {t[2] for t in tokens}
+            for key, n in self.counts.items():
+                stem, cap = key
+                if stem in stems and n <= cap:  # a count past the cap stays "past the cap"
+                    self.counts[key] = n + 1
+
+    def count(self, conn: apsw.Connection, stem: str, quoted: str, cap: int) -> int:
+        """How many indexed memories hold the word, counted up to ``cap + 1``."""
+        key = (stem, cap)
+        n = self.counts.get(key)
+        if n is not None:
+            self.hits += 1
+            return n
+        self.misses += 1
+        row = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? LIMIT ?)",
+            (quoted, cap + 1)).fetchone()
+        n = int(row[0]) if row else 0
+        if len(self.counts) >= _KEEP:
+            self.counts.clear()
+            self.words.clear()
+        self.counts[key] = n
+        self.words[key] = quoted
+        return n
+
+
+def match_expression(conn: apsw.Connection, query: str, counts: TermCounts, *,
+                     max_terms: int, max_postings: int) -> str | None:
+    """A safe FTS5 MATCH string: the query's rarer words, each quoted, OR-ed (None: no word
+    worth searching).
+
+    Never raw user text: quoting makes every word a plain string token, so FTS5 syntax in the
+    query ("AND", "NEAR(", '"', "*", "col:") cannot reach the parser.
+    """
+    tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
+    raw = query.encode("utf-8")
+    terms: dict[str, str] = {}
+    tokens: list[Any] = list(tokenizer(raw, apsw.FTS5_TOKENIZE_QUERY, None))
+    for start, end, stem, *_ in tokens:
+        word = raw[start:end].decode("utf-8", "replace")
+        if word.lower() in STOP or stem in STOP or stem in terms:
+            continue
+        terms[stem] = word
+        if len(terms) >= max_terms:
+            break
+    docs = []
+    for stem, word in terms.items():
+        quoted = '"' + word.replace('"', '""') + '"'
+        n = counts.count(conn, stem, quoted, max_postings)
+        if 0 < n <= max_postings:
+            docs.append((n, quoted))
+    docs.sort()
+    chosen: list[str] = []
+    total = 0
+    for n, quoted in docs:  # rarest first: a common word adds little to bm25, costs much
+        if total + n > max_postings:
+            break
+        chosen.append(quoted)
+        total += n
+    return " OR ".join(chosen) if chosen else None
+
+
+def search(conn: apsw.Connection, expr: str, limit: int, namespace: str | None = None
+           ) -> list[tuple[int, float]]:
+    """(rid, bm25 score, higher is better) of the best ``limit`` matches, any namespace and
+    status; with ``namespace``, only that namespace's live and deprecated nodes (a join per
+    matching posting: for when most matches are others')."""
+    if namespace is None:
+        rows = conn.execute("SELECT rowid, bm25(node_fts) AS s FROM node_fts "
+                            "WHERE node_fts MATCH ? ORDER BY s LIMIT ?", (expr, limit))
+    else:
+        rows = conn.execute("SELECT n.rid, bm25(node_fts) AS s FROM node_fts "
+                            "JOIN nodes n ON n.rid = node_fts.rowid "
+                            "WHERE node_fts MATCH ? AND n.namespace = ? "
+                            "AND n.status IN ('live', 'deprecated') ORDER BY s LIMIT ?",
+                            (expr, namespace, limit))
+    return [(int(rid), -float(s)) for rid, s in rows]
+
+
+def _scalar(conn: apsw.Connection, sql: str) -> int:
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+_counts: weakref.WeakKeyDictionary[Store, TermCounts] = weakref.WeakKeyDictionary()
+_counts_lock = threading.Lock()
+
+
+def counts_for(store: Store) -> TermCounts:
+    """The term counts of one open store (created on first use)."""
+    with _counts_lock:
+        counts = _counts.get(store)
+        if counts is None:
+            counts = _counts[store] = TermCounts()
+        return counts
