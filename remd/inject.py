@@ -670,7 +670,9 @@ class _Injector:
                 picked = self._pack(conn, ranked.cands, budget, sep_tokens)
                 contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
         picked, texts, used = self._fit(picked, contents, budget)
-        counts = self.mem.counter.count_many([texts[c.rid] for c, _, _ in picked])
+        # Each item's count was taken when it was saved (same encoding: Memory.tokens_exact).
+        counts = ([c.tokens for c, _, _ in picked] if self.mem.tokens_exact
+                  else self.mem.counter.count_many([texts[c.rid] for c, _, _ in picked]))
         walk = ranked.walk
         items = tuple(self._item(c, score, penalty, texts[c.rid], n, names.get(c.rid, ()), walk)
                       for (c, score, penalty), n in zip(picked, counts, strict=True))

@@ -6,6 +6,7 @@ reads or writes another namespace. All methods are synchronous and thread-safe.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -22,7 +23,7 @@ from remd import inject as _inject
 from remd import tagtools as _tagtools
 from remd.config import Config
 from remd.embed import Embedder, EmbedError, Vectors, make_embedder, to_blob
-from remd.errors import InvalidInput, NotFound
+from remd.errors import InvalidInput, NotFound, StoreError
 from remd.feedback import FeedbackResult
 from remd.ingest import Draft, Writer, check_namespace, check_source, check_tags, check_text
 from remd.inject import Pack
@@ -68,6 +69,7 @@ class Memory:
         self.config = config if config is not None else Config()
         self.store = Store(path, self.config.store)
         self.counter = TokenCounter(self.config.store.encoding)
+        self.tokens_exact = self._token_encoding()
         # embedder=True: the configured one, loaded lazily on first use; None/False: none.
         self._embedder_spec = embedder
         self._embedder: Embedder | None = None
@@ -76,6 +78,28 @@ class Memory:
         self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._query_lock = threading.Lock()
         self.clock = clock
+
+    def _token_encoding(self) -> bool:
+        """True if every stored ``tokens`` count is in this config's encoding, so inject can
+        use them as they are. The encoding is recorded when a file is created; a Memory opened
+        with another one marks the file "mixed" (its saves would mix them), and a file from
+        before the record is treated the same: counts are then recomputed where they are
+        shown. A read-only file is read, never marked."""
+        mine = self.config.store.encoding
+        row = self.store.one("SELECT value FROM remd_meta WHERE key = 'token_encoding'")
+        if row is None and self.store.one("SELECT 1 FROM nodes LIMIT 1") is None:
+            with contextlib.suppress(StoreError), self.store.transaction() as conn:
+                conn.execute("INSERT OR IGNORE INTO remd_meta (key, value) SELECT "
+                             "'token_encoding', ? WHERE NOT EXISTS (SELECT 1 FROM nodes)",
+                             (mine,))
+            row = self.store.one("SELECT value FROM remd_meta WHERE key = 'token_encoding'")
+        if row is not None and row[0] == mine:
+            return True
+        if row is None or row[0] != "mixed":
+            with contextlib.suppress(StoreError), self.store.transaction() as conn:
+                conn.execute("INSERT INTO remd_meta (key, value) VALUES ('token_encoding', "
+                             "'mixed') ON CONFLICT (key) DO UPDATE SET value = 'mixed'")
+        return False
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
