@@ -148,6 +148,9 @@ class TriggerConfig(_Section):
 
 class RemConfig(_Section):
     tau: float = Field(0.3, ge=0, le=1, description="importance below which nodes are flagged")
+    offline_density: float = Field(1.0, gt=0, le=1, description=(
+        "offline synthesiser: share of the members' length a synthesis may keep (the most "
+        "informative sentences first); 1.0 keeps every sentence"))
     theta: float = Field(0.78, ge=-1, le=1, description="cosine similarity that links nodes")
     k: int = Field(8, ge=1, description="nearest neighbours examined per flagged node")
     max_cluster_size: int = Field(12, ge=2)

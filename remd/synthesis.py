@@ -247,6 +247,24 @@ class _Sentence:
     date: str
     norm: frozenset[str]  # lower-cased tokens, for the similarity
     content: frozenset[str]  # the same minus filler words, for "adds nothing new"
+    turn: int = 0  # the fragment it is written under
+    head: tuple[str, str] = ("", "")  # that fragment's (stamp, speaker), see split_header
+
+
+# "[1:56 pm on 8 May, 2023] Melanie: ..." / "Melanie: ..." / "[2024-03-01] ...": a leading
+# bracketed stamp and/or a speaker of one to three capitalised words before a colon.
+_HEADER = re.compile(
+    r"^\s*(?P<stamp>\[[^\]\n]{1,80}\])?\s*(?P<speaker>(?:[A-Z][\w'’.-]*\s?){1,3}:)?\s*")
+
+
+def split_header(content: str) -> tuple[str, str, str]:
+    """(stamp, speaker, body) of a fragment: "[...]" and "Name:" prefixes (either may be
+    empty), and the rest. A synthesis writes a stamp once for the turns that share it."""
+    m = _HEADER.match(content)
+    if m is None:
+        return "", "", content.strip()
+    return ((m.group("stamp") or "").strip(), (m.group("speaker") or "").strip(),
+            content[m.end():].strip())
 
 
 class OfflineSynthesiser:
@@ -264,26 +282,51 @@ class OfflineSynthesiser:
     model = "extractive-v1"
     prompt_version = "offline-1"
 
+    def __init__(self, density: float = 1.0) -> None:
+        """``density`` < 1 makes the synthesis a budgeted extract (:mod:`remd.distil`) of at
+        most that share of the members' length; 1.0 keeps every sentence."""
+        if not 0 < density <= 1:
+            raise InvalidInput(f"offline synthesis density must be in (0, 1], not {density!r}")
+        self.density = density
+        if density < 1:
+            self.model = f"extractive-dense-{density:g}"
+            self.prompt_version = "offline-2"
+
     def synthesise(
         self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = ()
     ) -> SynthesisAnswer:
         """Raises InvalidInput (empty cluster), LLMError (result over the synthesis cap)."""
         ordered = _chronological(fragments)
+        if self.density < 1:
+            return self._dense(ordered)
         kept: list[_Sentence] = []
         every: list[str] = []
-        for frag in ordered:
+        for turn, frag in enumerate(ordered):
             date = iso_date(frag.created_at)
-            for text in _sentences(frag.content):
+            stamp, speaker, body = split_header(frag.content)
+            every += [h for h in (stamp, speaker) if h]
+            for text in _sentences(body):
                 every.append(text)
                 norm = frozenset(w.lower() for w in _WORD.findall(text))
-                _keep(kept, _Sentence(text, date, norm, norm - _FILLERS))
+                _keep(kept, _Sentence(text, date, norm, norm - _FILLERS, turn,
+                                      (stamp, speaker)))
         first, last = iso_date(ordered[0].created_at), iso_date(ordered[-1].created_at)
         parts = [f"{first} to {last}:" if first != last else f"{first}:"]
-        current = first
+        current, stamped, turn_now = first, "", -1
         for sentence in kept:
-            if sentence.date != current:
-                parts.append(f"({sentence.date})")
-                current = sentence.date
+            stamp, speaker = sentence.head
+            if sentence.turn != turn_now:
+                # A turn's stamp carries its date: written when it changes (the turns of one
+                # session share it); a turn without one gets a date marker when the day does.
+                if stamp and stamp != stamped:
+                    parts.append(stamp)
+                    stamped, current = stamp, sentence.date
+                elif not stamp and sentence.date != current:
+                    parts.append(f"({sentence.date})")
+                    current = sentence.date
+                if speaker:
+                    parts.append(speaker)
+                turn_now = sentence.turn
             parts.append(sentence.text if sentence.text[-1] in ".!?" else sentence.text + ".")
         synthesis = " ".join(parts)
         if len(synthesis) > MAX_SYNTHESIS_CHARS:
@@ -296,6 +339,26 @@ class OfflineSynthesiser:
             causal_chains=[c for s in kept if (c := _causal(s.text))][:MAX_LIST_ITEMS],
             temporal_anchors=list(dict.fromkeys(anchors))[:MAX_LIST_ITEMS],
             importance=None,  # the REM cycle derives it from the cluster members
+        )
+
+    def _dense(self, ordered: Sequence[Fragment]) -> SynthesisAnswer:
+        from remd.distil import distil  # it uses this module's sentence and name rules
+
+        synthesis = distil(ordered, self.density)
+        if len(synthesis) > MAX_SYNTHESIS_CHARS:
+            raise LLMError(f"offline synthesis of {len(ordered)} fragments has "
+                           f"{len(synthesis)} characters, over {MAX_SYNTHESIS_CHARS}")
+        every = [t for f in ordered for t in _sentences(f.content)]
+        first, last = iso_date(ordered[0].created_at), iso_date(ordered[-1].created_at)
+        anchors = [first, last, *(m.group(0) for t in every for m in _DATE.finditer(t))]
+        # The lists keep every name, cause and date of the members (they tag the synthesis
+        # and are checked for coverage), whatever the text had room for.
+        return SynthesisAnswer(
+            synthesis=synthesis,
+            key_entities=_entities(every)[:MAX_LIST_ITEMS],
+            causal_chains=[c for t in every if (c := _causal(t))][:MAX_LIST_ITEMS],
+            temporal_anchors=list(dict.fromkeys(anchors))[:MAX_LIST_ITEMS],
+            importance=None,
         )
 
     def close(self) -> None:
@@ -321,7 +384,7 @@ def _keep(kept: list[_Sentence], new: _Sentence) -> None:
             return  # the kept sentence already says it
         if old_covered:
             # keep the longer wording in the place (and date) of the first mention
-            kept[i] = _Sentence(new.text, old.date, new.norm, new.content)
+            kept[i] = _Sentence(new.text, old.date, new.norm, new.content, old.turn, old.head)
             return
     kept.append(new)
 

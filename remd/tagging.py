@@ -96,6 +96,8 @@ _STOP_WORDS = _words(
 )
 
 # Extra words that only carry the question's form ("tell me what you know about ...").
+STOP_WORDS = _STOP_WORDS  # public: words that are never tags (remd.distil reads them)
+
 _QUERY_STOP = _words(
     """
     tell remind recall remember know mention mentioned mentions talk talked discuss discussed ask

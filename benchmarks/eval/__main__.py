@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
                     default=Path(tempfile.gettempdir()) / "remd-eval-cache" / "minilm.npz",
                     help="embedding cache (content hash -> vector) for LoCoMo turns")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
+    ap.add_argument("--densities", type=float, nargs="+", default=None,
+                    help="REM section: offline synthesis densities to compare (default: the "
+                         "config's rem.offline_density)")
     args = ap.parse_args(argv)
     # The tables go to stdout; remd's own log lines (REM runs, warnings) to stderr.
     configure_logging("console", "warning", stream=sys.stderr)

@@ -111,6 +111,7 @@ class RemdSubject:
         self.embedder = embedder
         self.dates = dates
         self.ids: dict[str, dict[str, str]] = {}  # namespace -> node id -> dia_id
+        self.last_text = ""  # the text of the last pack ask() got
         self.mems: dict[str, Memory] = {}
 
     def clock(self) -> float:
@@ -165,6 +166,7 @@ class RemdSubject:
         t0 = time.perf_counter()
         pack = inject(mem, question, budget)
         dt = time.perf_counter() - t0
+        self.last_text = str(pack.text)
         credited: set[str] = set()
         problems: list[str] = []
         for item in pack.items:

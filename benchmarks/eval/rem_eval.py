@@ -27,25 +27,34 @@ from remd import Config
 
 
 def _ask_all(subject: RemdSubject, conv: locomo.Conversation, budgets: Sequence[int]
-             ) -> dict[int, dict[str, float]]:
-    out: dict[int, dict[str, float]] = {b: {} for b in budgets}
+             ) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, float]]]:
+    """Per budget: evidence recall per QA, and for QA whose answer is written in their
+    evidence turns, whether the pack's text still holds it (1.0 / 0.0)."""
+    recall: dict[int, dict[str, float]] = {b: {} for b in budgets}
+    answer: dict[int, dict[str, float]] = {b: {} for b in budgets}
+    turns = {t.dia_id: t.content for t in conv.turns}
     for q in locomo.scored(conv.qa):
+        literal = locomo.literal_answer(q, turns)
         for b in budgets:
             credited, _, _, _ = subject.ask(conv, q.question, b)
-            out[b][q.qid] = evidence_recall(q.evidence, credited)[0]
-    return out
+            recall[b][q.qid] = evidence_recall(q.evidence, credited)[0]
+            if literal is not None:
+                answer[b][q.qid] = float(literal in subject.last_text.lower())
+    return recall, answer
 
 
 YEAR = 365 * 86400.0
 
 
-def run_rem(mem: Any) -> Any:
+def run_rem(mem: Any, density: float | None = None) -> Any:
     """One REM cycle at the memory's clock, whatever the triggers say (the manual path,
-    offline synthesiser)."""
+    offline synthesiser at ``density``, default the config's)."""
     from remd.rem import run_rem as rem_cycle
     from remd.synthesis import OfflineSynthesiser
 
-    return rem_cycle(mem, synthesiser=OfflineSynthesiser())
+    if density is None:
+        density = mem.config.rem.offline_density
+    return rem_cycle(mem, synthesiser=OfflineSynthesiser(density))
 
 
 def section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
@@ -54,12 +63,27 @@ def section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
         print("## REM retention\n\nMemory.inject does not exist yet: skipped.\n")
         return
     budgets = tuple(args.budgets)
+    densities = getattr(args, "densities", None) or [None]
+    for density in densities:
+        _section(args, convs, embedder, budgets, density)
+
+
+def _section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
+             embedder: baselines.CachedEmbedder, budgets: tuple[int, ...],
+             density: float | None) -> None:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="remd-rem-"))
-    subject = RemdSubject(fresh_db(workdir, "rem.db"), Config(), embedder, dates=args.dates)
+    config = Config()
+    if density is None:
+        density = config.rem.offline_density
+    subject = RemdSubject(fresh_db(workdir, f"rem-{density:g}.db"), config, embedder,
+                          dates=args.dates)
     rows = []
-    before_all: dict[int, list[float]] = {b: [] for b in budgets}
-    after_all: dict[int, list[float]] = {b: [] for b in budgets}
+    recall: dict[str, dict[int, list[float]]] = {w: {b: [] for b in budgets}
+                                                 for w in ("before", "after")}
+    answer: dict[str, dict[int, list[float]]] = {w: {b: [] for b in budgets}
+                                                 for w in ("before", "after")}
     live_b = live_a = 0
+    mid = budgets[len(budgets) // 2]
     try:
         for conv in convs:
             t0 = time.perf_counter()
@@ -68,33 +92,39 @@ def section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
             lb = mem.stats().live
             subject.now += YEAR
             t1 = time.perf_counter()
-            run = run_rem(mem)
+            run = run_rem(mem, density)
             rem_s = time.perf_counter() - t1
             la = mem.stats().live
             after = _ask_all(subject, conv, budgets)
             live_b, live_a = live_b + lb, live_a + la
-            for b in budgets:
-                before_all[b].extend(before[b].values())
-                after_all[b].extend(after[b].values())
-            mid = budgets[len(budgets) // 2]
+            for when, (rec, ans) in (("before", before), ("after", after)):
+                for b in budgets:
+                    recall[when][b].extend(rec[b].values())
+                    answer[when][b].extend(ans[b].values())
             rows.append([conv.sample_id, lb, la, f"{lb / max(la, 1):.2f}x",
                          getattr(run, "clusters", "?"), getattr(run, "synthesised", "?"),
-                         mean(list(before[mid].values())), mean(list(after[mid].values())),
+                         mean(list(before[0][mid].values())), mean(list(after[0][mid].values())),
                          f"{rem_s:.1f}"])
-            print(f"  REM {conv.sample_id}: live {lb} -> {la}, "
+            print(f"  REM {conv.sample_id} (density {density:g}): live {lb} -> {la}, "
                   f"{time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
     finally:
         subject.close()
-    mid = budgets[len(budgets) // 2]
-    print("## REM retention (LoCoMo, offline synthesiser)\n")
+
+    def kept(values: dict[str, dict[int, list[float]]], b: int) -> str:
+        was, now = mean(values["before"][b]), mean(values["after"][b])
+        return f"{was:.3f} -> {now:.3f} ({now / max(was, 1e-9):.0%})"
+
+    print(f"## REM retention (LoCoMo, offline synthesiser, density {density:g})\n")
     print(f"One forced REM cycle per conversation, a year after its last session; recall over "
           f"categories 1-4; a synthesis item credits the turns it was derived from. Per "
           f"conversation at budget {mid}:\n")
     print(table(["conversation", "live before", "live after", "reduction", "clusters",
                  "synthesised", f"recall@{mid} before", f"recall@{mid} after", "REM s"], rows)
           + "\n")
-    total = [["all", live_b, live_a, f"{live_b / max(live_a, 1):.2f}x",
-              *(f"{mean(before_all[b]):.3f} -> {mean(after_all[b]):.3f} "
-                f"({mean(after_all[b]) / max(mean(before_all[b]), 1e-9):.0%})" for b in budgets)]]
+    n_literal = len(answer["before"][budgets[0]])
+    total = [["evidence recall", live_b, live_a, f"{live_b / max(live_a, 1):.2f}x",
+              *(kept(recall, b) for b in budgets)],
+             [f"answer in the pack's text ({n_literal} QA)", "", "", "",
+              *(kept(answer, b) for b in budgets)]]
     print(table(["", "live before", "live after", "reduction",
-                 *(f"recall@{b} before -> after (kept)" for b in budgets)], total) + "\n")
+                 *(f"@{b} before -> after (kept)" for b in budgets)], total) + "\n")
