@@ -14,9 +14,9 @@ from remd.errors import (
     StoreError,
 )
 from remd.feedback import FeedbackResult
-from remd.inject import Pack, PackItem, ScoreParts
 from remd.memory import Memory
 from remd.models import Edge, EdgeType, Node, NodeKind, NodeStatus, Stats, TriggerReason
+from remd.pack import Pack, PackItem, ScoreParts
 from remd.rem import ClusterOutcome, RemRun, RollbackResult, RunStatus
 from remd.triggers import TriggerCheck, TriggerReport
 

@@ -363,7 +363,7 @@ def mcp(c: Ctx) -> None:
 @pass_ctx
 def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool) -> None:
     """The memories that matter for QUERY, packed within --budget tokens."""
-    from remd.inject import explain as explain_lines
+    from remd.pack import explain as explain_lines
 
     with c.memory() as m:
         pack = m.inject(query, budget)

@@ -8,10 +8,10 @@ The pipeline (every step bounded by configuration, never by the namespace's size
    (:mod:`remd.vectors`) are candidates themselves, and the tags of the closest few are extra,
    weaker seeds, so a paraphrase that shares no tag with its memory still reaches it (MME's
    cold-start weakness). FTS5 ``bm25()`` hits on the query's words are candidates too.
-2. Propagation. From each activated tag follow at most ``fanout`` (M) highest-weight tag edges
-   (one range scan of ``tag_edges_top``) plus IS_SUBTYPE_OF children, to ``depth`` (D) hops,
-   multiplying by ``decay`` (alpha), the edge weight and the target tag's specificity per hop;
-   keep the best ``beam`` (B) activated tags. Each tag remembers the path that activated it.
+2. Propagation (:mod:`remd.walk`). From each activated tag follow at most ``fanout`` (M)
+   highest-weight tag edges plus IS_SUBTYPE_OF children, to ``depth`` (D) hops, multiplying by
+   ``decay`` (alpha), the edge weight and the target tag's specificity per hop; keep the best
+   ``beam`` (B) activated tags. Each tag remembers the path that activated it.
 3. Candidates. At most ``per_tag_cap`` live memories per activated tag (one range scan of
    ``node_tags_live_top``: dead rows are never read), at most ``max_candidates`` in all,
    plus the vector and lexical hits. Never superseded, deprecated, forgotten, expired or
@@ -22,12 +22,16 @@ The pipeline (every step bounded by configuration, never by the namespace's size
    factors, ``(1 - w) + w * x``, so an old but relevant memory is not crushed, and by
    ``1 + date_weight`` when the query names a date ("on 1 May, 2022", "in October 2023") and
    the memory was saved then: the words and vectors of a turn rarely carry its date.
-5. Pack. Greedy by score with a diversity penalty (the share of an item's tags already carried
-   by chosen items, times ``diversity_penalty``, taken off its score). The budget is hard:
-   ``tokens_used`` is the exact tiktoken count of the items joined by ``separator``; an item that
-   does not fit is skipped, never truncated.
+5. Pack (result types in :mod:`remd.pack`). Greedy by score with a diversity penalty (the
+   share of an item's tags already carried by chosen items, times ``diversity_penalty``, taken
+   off its score). The budget is hard: ``tokens_used`` is the exact tiktoken count of the items
+   joined by ``separator``; an item that does not fit is skipped, never truncated.
 6. Record. The pack and its items (with score and path) are stored, the items' access counts and
    last access updated, all in one transaction. :mod:`remd.feedback` learns from it later.
+
+The rows inject reads again and again (tag edges and members, node metadata, FTS5 term
+counts) come from in-process caches kept exact by change logs (:mod:`remd.graphcache`,
+:mod:`remd.nodemirror`, :mod:`remd.lexical`).
 """
 
 from __future__ import annotations
@@ -35,112 +39,32 @@ from __future__ import annotations
 import heapq
 import json
 import math
-import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import apsw
 import numpy as np
-import numpy.typing as npt
 import structlog
 
 from remd import graphcache, lexical, nodemirror, vectors
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
 from remd.embed import EmbedError
-from remd.errors import InvalidInput
 from remd.ids import new_id
 from remd.ingest import check_namespace, check_text
 from remd.models import NodeKind
+from remd.pack import Pack, PackItem, ScoreParts, Seed, check_budget
 from remd.tagging import extract_query_tags
+from remd.walk import Specificity, Walk, propagate
 
 if TYPE_CHECKING:
     from remd.memory import Memory
 
 log = structlog.get_logger("remd.inject")
 
-MAX_BUDGET = 2**63 - 1
 _SOURCES = ("graph", "vector", "lexical")
 _KIND_NAMES = {code: name for name, code in nodemirror.KINDS.items()}
-
-@dataclass(frozen=True, kw_only=True)
-class ScoreParts:
-    """Why an item scored what it did."""
-
-    relevance: float  # fused evidence (weighted reciprocal ranks), 1.0 = top of every source
-    graph: float  # tag-graph activation that reached the memory (0: not reached)
-    vector: float  # cosine similarity to the query (0: not among the vector neighbours)
-    lexical: float  # -bm25 of its FTS5 match (0: no lexical hit)
-    recency: float  # multiplier applied
-    importance: float  # multiplier applied
-    diversity: float  # penalty subtracted (share of its tags already in the pack)
-    context: float = 0.0  # score added for being saved next to a strong candidate
-    date: float = 1.0  # multiplier for being saved in the period the query names
-
-
-@dataclass(frozen=True, kw_only=True)
-class PackItem:
-    """One memory of a pack: its saved text verbatim, its exact token count and its story."""
-
-    id: str
-    content: str
-    tokens: int
-    score: float
-    tags: tuple[str, ...]
-    kind: NodeKind
-    created_at: float
-    parts: ScoreParts
-    path: tuple[str, ...] = ()  # seed tag -> ... -> tag that activated it (empty: not via tags)
-    sources: tuple[str, ...] = ()  # which of graph / vector / lexical found it
-
-
-@dataclass(frozen=True, kw_only=True)
-class Seed:
-    tag: str
-    weight: float
-    origin: str  # "query" (extracted from the query) or "vector" (tags of a near memory)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Pack:
-    """What inject returns. ``text`` is exactly what ``tokens_used`` counts."""
-
-    pack_id: str
-    namespace: str
-    query: str
-    budget: int
-    tokens_used: int
-    items: tuple[PackItem, ...]
-    separator: str = "\n"
-    seeds: tuple[Seed, ...] = ()
-    tags_activated: int = 0
-    memories_touched: int = 0
-
-    @property
-    def text(self) -> str:
-        return self.separator.join(item.content for item in self.items)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The CLI's ``--json`` object (exactly these keys: scripts rely on them)."""
-        return {
-            "pack_id": self.pack_id, "budget": self.budget, "tokens_used": self.tokens_used,
-            "items": [{"id": i.id, "content": i.content, "tokens": i.tokens,
-                       "score": round(i.score, 6), "tags": list(i.tags)} for i in self.items],
-        }
-
-
-def check_budget(budget: object) -> int:
-    """Return the budget if it is a non-negative integer. Raises InvalidInput otherwise."""
-    if isinstance(budget, bool) or not isinstance(budget, int):
-        raise InvalidInput(f"token budget must be an integer, not {type(budget).__name__}")
-    if budget < 0:
-        raise InvalidInput(f"token budget must be >= 0, not {budget}")
-    if budget > MAX_BUDGET:  # the packs row stores it as a SQLite integer
-        raise InvalidInput(f"token budget must be at most {MAX_BUDGET}, not {budget}")
-    return budget
-
 
 @dataclass
 class _Candidate:
@@ -166,52 +90,11 @@ class _Candidate:
 
 
 @dataclass
-class _Walk:
-    """Activated tags: activation, parent in the walk (None for seeds), names."""
-
-    act: dict[int, float] = field(default_factory=dict)
-    parent: dict[int, int | None] = field(default_factory=dict)
-    names: dict[int, str] = field(default_factory=dict)
-
-    def path(self, tid: int) -> list[int]:
-        out = [tid]
-        seen = {tid}
-        while (p := self.parent.get(out[-1])) is not None and p not in seen:
-            out.append(p)
-            seen.add(p)
-        return out[::-1]
-
-
-@dataclass(frozen=True)
-class _Scan:
-    """A vector search under way: the unit query and its Hamming candidates (or their
-    future, when the scan runs on the worker thread)."""
-
-    q: npt.NDArray[np.float32]
-    rids: npt.NDArray[np.int64] | Future[npt.NDArray[np.int64]]
-
-
-# Below this many vectors the Hamming scan takes well under 0.2 ms: not worth a thread hop.
-_SCAN_THREAD_MIN = 16_384
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _scan_pool() -> ThreadPoolExecutor:
-    """One worker thread per process for Hamming scans (created on first use)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remd-scan")
-        return _pool
-
-
-@dataclass
 class _Ranked:
     """What the read path found for a query: scored candidates and how they were reached."""
 
     cands: dict[int, _Candidate] = field(default_factory=dict)
-    walk: _Walk = field(default_factory=_Walk)
+    walk: Walk = field(default_factory=Walk)
     seeds: tuple[Seed, ...] = ()
     touched: int = 0
 
@@ -224,9 +107,8 @@ class _Injector:
         self.ns = namespace
         self.now = now
         self.cfg: InjectConfig = memory.config.inject
-        self.n = 0  # memories in the namespace (for IDF), set in rank()
+        self.spec = Specificity(0, self.cfg.idf_min_memories)  # set in rank()
         self._specs: dict[int, float] = {}
-        self.edges_read = 0
         self.period: Period | None = None  # the dates the query names, set in rank()
         self.cache = graphcache.cache_for(memory.store, self.cfg.graph_cache_tags)
         self.nodes = nodemirror.mirror_for(memory.store, namespace)
@@ -246,29 +128,6 @@ class _Injector:
         """Memories in the namespace (every status), for IDF: the mirror's row count."""
         return self.nodes.n
 
-    def _spec(self, df: int) -> float:
-        """Specificity in (0, 1]: IDF normalised by the IDF of a tag on one memory."""
-        spec = self._specs.get(df)
-        if spec is None:
-            if self.n < self.cfg.idf_min_memories:
-                spec = 1.0
-            else:
-                top = math.log((self.n + 1) / 1.5)
-                spec = max(0.02, min(1.0, math.log((self.n + 1) / (max(df, 0) + 0.5)) / top))
-            self._specs[df] = spec
-        return spec
-
-    def _specs_of(self, df: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """:meth:`_spec` of an array of document frequencies; a negative df (no such tag)
-        gives 0."""
-        if self.n < self.cfg.idf_min_memories:
-            spec = np.ones(len(df))
-        else:
-            top = math.log((self.n + 1) / 1.5)
-            spec = np.clip(np.log((self.n + 1) / (np.maximum(df, 0) + 0.5)) / top, 0.02, 1.0)
-        spec[df < 0] = 0.0
-        return spec
-
     def _query_seeds(self, conn: apsw.Connection, query: str) -> dict[int, tuple[str, float]]:
         def known(names: list[str]) -> set[str]:
             if not names:
@@ -286,14 +145,13 @@ class _Injector:
         for tid, name, df in conn.execute(
                 f"SELECT tid, name, df FROM tags WHERE namespace = ? AND name IN ({marks})",
                 (self.ns, *weights)):
-            scored.append((weights[name] * self._spec(int(df)), int(tid), str(name)))
+            scored.append((weights[name] * self.spec.one(int(df)), int(tid), str(name)))
         scored.sort(key=lambda s: (-s[0], s[2]))
         return {tid: (name, w) for w, tid, name in scored[: self.cfg.max_seed_tags]}
 
-    def _start_vector_scan(self, conn: apsw.Connection, query: str) -> _Scan | None:
-        """Embed the query and start the Hamming pre-filter over the namespace's bit vectors
-        (on a worker thread for large namespaces, so it overlaps the lexical search: numpy and
-        SQLite both release the GIL). None when there is no vector search."""
+    def _start_vector_scan(self, conn: apsw.Connection, query: str) -> vectors.Scan | None:
+        """Embed the query and start the Hamming pre-filter (:func:`remd.vectors.start_scan`);
+        None when there is no vector search."""
         if self.cfg.vector_k <= 0:
             return None
         try:
@@ -301,23 +159,10 @@ class _Injector:
         except EmbedError as exc:  # inject still works on tags and words
             log.warning("inject.embed_failed", error=str(exc))
             return None
-        q = None if qvec is None else vectors.unit(qvec)
-        if q is None:
+        if qvec is None:
             return None
-        index = vectors.index_for(self.mem.store, self.ns)
-        index.refresh(conn)
-        want = self.cfg.vector_k * max(1, self.cfg.vector_rerank)
-        if len(index) < _SCAN_THREAD_MIN:
-            return _Scan(q, index.candidates(q, want))
-        return _Scan(q, _scan_pool().submit(index.candidates, q, want))
-
-    def _finish_vector_scan(self, conn: apsw.Connection, scan: _Scan | None
-                            ) -> list[tuple[int, float]]:
-        """The scan's candidates ranked by exact cosine (float vectors read back)."""
-        if scan is None:
-            return []
-        rids = scan.rids if isinstance(scan.rids, np.ndarray) else scan.rids.result()
-        return vectors.exact(conn, rids, scan.q)
+        return vectors.start_scan(self.mem.store, self.ns, conn, qvec,
+                                  self.cfg.vector_k * max(1, self.cfg.vector_rerank))
 
     def _vector_seeds(self, conn: apsw.Connection, near: Sequence[tuple[int, float]],
                       taken: set[int]) -> dict[int, tuple[str, float]]:
@@ -335,96 +180,13 @@ class _Injector:
             if tid not in info:
                 continue
             name, df = info[tid]
-            w = cfg.vector_seed_weight * sims[rid] * weight * self._spec(df)
+            w = cfg.vector_seed_weight * sims[rid] * weight * self.spec.one(df)
             if w > best.get(tid, ("", 0.0))[1]:
                 best[tid] = (name, w)
         ranked = sorted(best.items(), key=lambda kv: (-kv[1][1], kv[1][0]))
         return dict(ranked[: cfg.vector_seed_tags])
 
-    # -- propagation ----------------------------------------------------------------------
-    def _propagate(self, conn: apsw.Connection, seeds: dict[int, tuple[str, float]]) -> _Walk:
-        cfg = self.cfg
-        walk = _Walk()
-        seeds = dict(sorted(seeds.items(), key=lambda kv: -kv[1][1])[: cfg.beam])
-        for tid, (name, w) in seeds.items():
-            walk.act[tid], walk.parent[tid], walk.names[tid] = w, None, name
-        # CROSS JOIN walks the (small) hierarchy and looks each parent up, instead of every
-        # tag of the namespace (12.9 ms at 200k tags; tests/test_inject.py counts the work).
-        subtypes = cfg.subtype_weight > 0 and conn.execute(
-            "SELECT 1 FROM tag_parents tp CROSS JOIN tags t ON t.tid = tp.parent "
-            "WHERE t.namespace = ? LIMIT 1", (self.ns,)).fetchone() is not None
-        frontier = sorted(seeds, key=lambda t: -walk.act[t])
-        for _ in range(cfg.depth):
-            # A tag below the beam's floor is trimmed at the end of the hop, and activation
-            # only shrinks along a path (decay, weights and specificity are <= 1): a source
-            # that cannot beat the floor is not expanded, and its edges (strongest first) are
-            # read only while they can. This prunes work, never results.
-            others = sorted((a for t, a in walk.act.items() if walk.parent[t] is not None),
-                            reverse=True)
-            room = cfg.beam - len(seeds)
-            floor = others[room - 1] if 0 < room <= len(others) else 0.0
-            if room <= 0:
-                break
-            improved: dict[int, float] = {}
-            # The hop's edges first (from the cache or one index range scan per source),
-            # then the targets' names and document frequencies in one read, then the
-            # activations as array arithmetic: per target, the best source wins (ties: the
-            # first, in frontier order).
-            dsts: list[npt.NDArray[np.int64]] = []
-            weights: list[npt.NDArray[np.float64]] = []
-            reaches: list[npt.NDArray[np.float64]] = []
-            srcs: list[npt.NDArray[np.int64]] = []
-            for src in frontier[: cfg.expand_per_hop]:
-                reach = walk.act[src] * cfg.decay
-                if reach <= floor:
-                    break  # the frontier is sorted: no later source can do better
-                edges = self.cache.top_edges(conn, src, cfg.fanout)
-                top_w = edges.weights[: cfg.fanout]
-                n_keep = int(np.count_nonzero(reach * top_w > floor))  # weights are sorted
-                if subtypes:
-                    children = [int(c) for (c,) in conn.execute(
-                        "SELECT child FROM tag_parents WHERE parent = ? LIMIT ?",
-                        (src, cfg.fanout))]
-                    dsts += [edges.ids[:n_keep], np.array(children, np.int64)]
-                    weights += [top_w[:n_keep], np.full(len(children), cfg.subtype_weight)]
-                    n_keep += len(children)
-                else:
-                    dsts.append(edges.ids[:n_keep])
-                    weights.append(top_w[:n_keep])
-                reaches.append(np.full(n_keep, reach))
-                srcs.append(np.full(n_keep, src, np.int64))
-            if not dsts:
-                break
-            dst, wts = np.concatenate(dsts), np.concatenate(weights)
-            reach_a, src_a = np.concatenate(reaches), np.concatenate(srcs)
-            self.edges_read += len(dst)
-            uniq, inverse = np.unique(dst, return_inverse=True)
-            info = self.cache.names(conn, uniq.tolist())
-            spec = self._specs_of(np.array([info[t][1] if t in info else -1
-                                            for t in uniq.tolist()], np.float64))
-            act = reach_a * wts * spec[inverse]
-            order = np.lexsort((np.arange(len(act)), -act))  # best first, then hop order
-            _, first = np.unique(dst[order], return_index=True)
-            best = order[first]
-            for d, a, src in zip(dst[best].tolist(), act[best].tolist(), src_a[best].tolist(),
-                                 strict=True):
-                if a > 0 and a > walk.act.get(d, 0.0):
-                    walk.act[d], walk.parent[d], walk.names[d] = a, src, info[d][0]
-                    improved[d] = a
-            if len(walk.act) > cfg.beam:  # beam: keep the B most activated (seeds first)
-                keep = sorted(walk.act, key=lambda t: (walk.parent[t] is not None,
-                                                       -walk.act[t]))[: cfg.beam]
-                kept = set(keep)
-                for tid in list(walk.act):
-                    if tid not in kept:
-                        del walk.act[tid], walk.parent[tid], walk.names[tid]
-                improved = {t: a for t, a in improved.items() if t in kept}
-            frontier = sorted(improved, key=lambda t: -improved[t])
-            if not frontier:
-                break
-        return walk
-
-    def _graph_candidates(self, conn: apsw.Connection, walk: _Walk,
+    def _graph_candidates(self, conn: apsw.Connection, walk: Walk,
                           cands: dict[int, _Candidate]) -> int:
         """Live memories of the activated tags, best tags first; returns rows read."""
         cfg = self.cfg
@@ -635,17 +397,17 @@ class _Injector:
         """Steps 1-4 of the pipeline in the caller's snapshot: every candidate, scored."""
         cfg = self.cfg
         self._sync(conn)
-        self.n = self._size()
+        self.spec = Specificity(self._size(), cfg.idf_min_memories)
         self.period = query_period(query) if cfg.date_weight > 0 else None
         scan = self._start_vector_scan(conn, query)
         lexical = self._lexical_hits(conn, query)  # while the scan runs
         qseeds = self._query_seeds(conn, query)
         cands: dict[int, _Candidate] = {}
-        near = self._resolve_top(conn, self._finish_vector_scan(conn, scan), cfg.vector_k)
+        near = self._resolve_top(conn, scan.finish(conn) if scan else [], cfg.vector_k)
         vseeds = self._vector_seeds(conn, near, set(qseeds))
         seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
         seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]
-        walk = self._propagate(conn, {**qseeds, **vseeds})
+        walk = propagate(conn, self.cache, cfg, self.ns, self.spec, {**qseeds, **vseeds})
         touched = self._graph_candidates(conn, walk, cands)
         for rid, sim in near:
             cands.setdefault(rid, _Candidate(rid)).vector = max(sim, 1e-9)
@@ -793,7 +555,7 @@ class _Injector:
         return [], contents, 0
 
     def _item(self, c: _Candidate, score: float, penalty: float, content: str, tokens: int,
-              tags: tuple[str, ...], walk: _Walk) -> PackItem:
+              tags: tuple[str, ...], walk: Walk) -> PackItem:
         path = tuple(walk.names.get(t, str(t)) for t in walk.path(c.via)) if c.via else ()
         sources = tuple(s for s in _SOURCES if getattr(c, s) > 0)
         parts = ScoreParts(relevance=c.relevance, graph=c.graph, vector=c.vector,
@@ -804,7 +566,7 @@ class _Injector:
                         parts=parts, path=path, sources=sources)
 
     def _record(self, pack: Pack, picked: Sequence[tuple[_Candidate, float, float]],
-                walk: _Walk) -> None:
+                walk: Walk) -> None:
         """One transaction: the pack, its items, and the items' access bookkeeping."""
         with self.mem.store.transaction() as conn:
             conn.execute(
@@ -840,22 +602,3 @@ def inject(memory: Memory, query: str, token_budget: int, *,
     text = check_text(query, memory.config.store.max_content_chars)
     budget = check_budget(token_budget)
     return _Injector(memory, ns, memory.clock()).run(text, budget)
-
-
-def explain(pack: Pack) -> Iterable[str]:
-    """Human-readable lines: one block per item with its score parts and activation path."""
-    yield (f"pack {pack.pack_id}: {len(pack.items)} item(s), {pack.tokens_used}/{pack.budget} "
-           f"tokens; {pack.tags_activated} tags activated, {pack.memories_touched} memories "
-           f"touched")
-    if pack.seeds:
-        yield "seeds: " + ", ".join(f"{s.tag} ({s.origin} {s.weight:.2f})" for s in pack.seeds)
-    for rank, item in enumerate(pack.items, 1):
-        p = item.parts
-        yield (f"{rank}. {item.id} score {item.score:.4f} = relevance {p.relevance:.4f} "
-               f"x recency {p.recency:.3f} x importance {p.importance:.3f} x date {p.date:g} "
-               f"+ context {p.context:.4f} - diversity {p.diversity:.4f}")
-        yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
-               f"{p.vector:.3f}, lexical {p.lexical:.3f}; path "
-               f"{' -> '.join(item.path) if item.path else '-'}; {item.tokens} tokens")
-        flat = " ".join(item.content.split())
-        yield "   " + (flat if len(flat) <= 100 else flat[:99] + "…")

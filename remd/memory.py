@@ -26,8 +26,8 @@ from remd.embed import Embedder, EmbedError, Vectors, make_embedder, to_blob
 from remd.errors import InvalidInput, NotFound, StoreError
 from remd.feedback import FeedbackResult
 from remd.ingest import Draft, Writer, check_namespace, check_source, check_tags, check_text
-from remd.inject import Pack
 from remd.models import EdgeType, Node, NodeKind, NodeStatus, Stats
+from remd.pack import Pack
 from remd.store import Store
 from remd.tagtools import TagCluster
 from remd.tokens import TokenCounter

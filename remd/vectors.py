@@ -20,6 +20,8 @@ import array
 import threading
 import weakref
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -229,3 +231,48 @@ def exact(conn: apsw.Connection, rids: npt.NDArray[np.int64], q: F32) -> list[tu
     sims = mat @ q
     order = np.argsort(-sims, kind="stable")
     return [(int(rows[i][0]), float(sims[i])) for i in order]
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A vector search under way: the unit query and its Hamming candidates (or their future,
+    when the scan runs on the worker thread)."""
+
+    q: F32
+    rids: npt.NDArray[np.int64] | Future[npt.NDArray[np.int64]]
+
+    def finish(self, conn: apsw.Connection) -> list[tuple[int, float]]:
+        """The candidates ranked by exact cosine (float vectors read back), best first."""
+        rids = self.rids if isinstance(self.rids, np.ndarray) else self.rids.result()
+        return exact(conn, rids, self.q)
+
+
+# Below this many vectors the Hamming scan takes well under 0.2 ms: not worth a thread hop.
+_SCAN_THREAD_MIN = 16_384
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    """One worker thread per process for Hamming scans (created on first use)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remd-scan")
+        return _pool
+
+
+def start_scan(store: Store, namespace: str, conn: apsw.Connection, query: npt.ArrayLike,
+               want: int) -> Scan | None:
+    """Bring the namespace's bit index to ``conn``'s snapshot and start the Hamming pre-filter
+    for the ``want`` nearest: on a worker thread for large namespaces, so the caller can do
+    other work meanwhile (inject runs its lexical search: numpy and SQLite both release the
+    GIL). None for a zero query vector."""
+    q = unit(query)
+    if q is None:
+        return None
+    index = index_for(store, namespace)
+    index.refresh(conn)
+    if len(index) < _SCAN_THREAD_MIN:
+        return Scan(q, index.candidates(q, want))
+    return Scan(q, _scan_pool().submit(index.candidates, q, want))

@@ -137,7 +137,7 @@ def test_date_weight_zero_turns_the_boost_off(tmp_path: Path, clock: Clock) -> N
 
 
 def test_explain_shows_the_date_factor(tmp_path: Path, clock: Clock) -> None:
-    from remd.inject import explain
+    from remd.pack import explain
 
     mem, _ = dated_corpus(tmp_path / "c.db", clock, weight=2.0)
     with mem:
