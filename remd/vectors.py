@@ -156,28 +156,61 @@ class BitIndex:
                 self._planes[:, :n1] = self._planes[:, :n1][:, order]
             return len(fresh_rids)
 
-    def candidates(self, query: npt.ArrayLike, n: int) -> npt.NDArray[np.int64]:
-        """The rids of (up to) the n vectors nearest to ``query`` by Hamming distance."""
+    def candidates(self, query: npt.ArrayLike, n: int, *, parts: int = 1
+                   ) -> npt.NDArray[np.int64]:
+        """The rids of (up to) the n vectors nearest to ``query`` by Hamming distance (ties
+        by rid order). ``parts`` > 1 splits the scan over the scan pool's threads (numpy
+        releases the GIL), for large namespaces."""
         q = quantise(query)[0].view(np.uint64)
         with self._lock:
-            total = self._n
-            if total == 0 or n <= 0:
-                return np.zeros(0, np.int64)
-            if n >= total:
-                return self._rids[:total].copy()
-            dist = np.zeros(total, np.uint16)
-            buf = np.empty(total, np.uint64)
-            for j in range(_WORDS):
-                np.bitwise_xor(self._planes[j, :total], q[j], out=buf)
-                dist += _popcount_u64(buf)
-            # Distances are small integers (0..384): a histogram finds the cut-off in O(n),
-            # cheaper than argpartition over a million rows.
-            hist = np.bincount(dist, minlength=DIM + 1)
-            cut = int(np.searchsorted(np.cumsum(hist), n))
-            below = np.flatnonzero(dist < cut)
-            at = np.flatnonzero(dist == cut)[: n - len(below)]
-            found: npt.NDArray[np.int64] = self._rids[np.concatenate([below, at])].copy()
-            return found
+            total, planes, rids = self._n, self._planes, self._rids
+        if total == 0 or n <= 0:
+            return np.zeros(0, np.int64)
+        if n >= total:
+            return rids[:total].copy()
+        parts = max(1, min(parts, total // _PART_MIN))
+        if parts == 1:
+            pos, _ = _nearest(planes, q, 0, total, n)
+        else:
+            bounds = np.linspace(0, total, parts + 1).astype(np.int64).tolist()
+            # The first part here, the others on the part pool, whose tasks never wait on
+            # anything (this method may itself run on the scan pool: no deadlock).
+            rest = [_pools("part").submit(_nearest, planes, q, lo, hi, n)
+                    for lo, hi in zip(bounds[1:-1], bounds[2:], strict=True)]
+            found = [_nearest(planes, q, bounds[0], bounds[1], n),
+                     *(f.result() for f in rest)]
+            pos = np.concatenate([p for p, _ in found])
+            dist = np.concatenate([d for _, d in found])
+            pos = pos[np.argsort(dist, kind="stable")[:n]]  # ties: position (= rid) order
+            pos.sort()
+        out: npt.NDArray[np.int64] = rids[pos].copy()
+        return out
+
+
+def _nearest(planes: U64, q: U64, lo: int, hi: int, n: int
+             ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint16]]:
+    """Positions (ascending) in [lo, hi) of the n nearest by Hamming distance, ties by
+    position, and their distances."""
+    size = hi - lo
+    if n >= size:
+        pos = np.arange(lo, hi, dtype=np.int64)
+    else:
+        dist = np.zeros(size, np.uint16)
+        buf = np.empty(size, np.uint64)
+        for j in range(_WORDS):
+            np.bitwise_xor(planes[j, lo:hi], q[j], out=buf)
+            dist += _popcount_u64(buf)
+        # Distances are small integers (0..384): a histogram finds the cut-off in O(n),
+        # cheaper than argpartition over a million rows.
+        hist = np.bincount(dist, minlength=DIM + 1)
+        cut = int(np.searchsorted(np.cumsum(hist), n))
+        below = np.flatnonzero(dist < cut)
+        at = np.flatnonzero(dist == cut)[: n - len(below)]
+        pos = np.sort(np.concatenate([below, at])) + lo
+    d = np.zeros(len(pos), np.uint16)
+    for j in range(_WORDS):
+        d += _popcount_u64(planes[j, pos] ^ q[j])
+    return pos, d
 
 
 _indexes: weakref.WeakKeyDictionary[Store, dict[str, BitIndex]] = weakref.WeakKeyDictionary()
@@ -249,17 +282,20 @@ class Scan:
 
 # Below this many vectors the Hamming scan takes well under 0.2 ms: not worth a thread hop.
 _SCAN_THREAD_MIN = 16_384
-_pool: ThreadPoolExecutor | None = None
+_PART_MIN = 65_536  # vectors per part when a scan is split over threads
+_pool: dict[str, ThreadPoolExecutor] = {}
 _pool_lock = threading.Lock()
 
 
-def _scan_pool() -> ThreadPoolExecutor:
-    """One worker thread per process for Hamming scans (created on first use)."""
-    global _pool
+def _pools(kind: str) -> ThreadPoolExecutor:
+    """The process's worker threads for vector scans (created on first use): "scan" runs a
+    whole scan beside inject's lexical search, "part" the parts of a split scan."""
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remd-scan")
-        return _pool
+        pool = _pool.get(kind)
+        if pool is None:
+            pool = _pool[kind] = ThreadPoolExecutor(max_workers=2,
+                                                    thread_name_prefix=f"remd-{kind}")
+        return pool
 
 
 def start_scan(store: Store, namespace: str, conn: apsw.Connection, query: npt.ArrayLike,
@@ -275,4 +311,4 @@ def start_scan(store: Store, namespace: str, conn: apsw.Connection, query: npt.A
     index.refresh(conn)
     if len(index) < _SCAN_THREAD_MIN:
         return Scan(q, index.candidates(q, want))
-    return Scan(q, _scan_pool().submit(index.candidates, q, want))
+    return Scan(q, _pools("scan").submit(index.candidates, q, want, parts=2))
