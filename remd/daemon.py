@@ -222,9 +222,10 @@ class Daemon:
         # Open the file now: a bad path or a newer schema is reported at start, not at a tick.
         self._memory(self.default_namespace)
         # One synthesiser (so one LLM client and its kept-alive connections) for every run of
-        # the daemon's life; replaced only when a reload changes the [llm] settings.
-        self._synth: LLMSynthesiser | OfflineSynthesiser = make_synthesiser(config.llm)
-        self._synth_settings = config.llm
+        # the daemon's life; replaced only when a reload changes what it is made from.
+        self._synth: LLMSynthesiser | OfflineSynthesiser = make_synthesiser(
+            config.llm, config.rem.offline_density)
+        self._synth_settings = (config.llm, config.rem.offline_density)
 
     # -- the unit of work ------------------------------------------------------------------
     def _memory(self, namespace: str) -> Memory:
@@ -352,11 +353,11 @@ class Daemon:
         old, self._memories = self._memories, {}
         for mem in old.values():
             mem.close()
-        if config.llm != self._synth_settings:
+        if (config.llm, config.rem.offline_density) != self._synth_settings:
             # On the scheduler thread between two ticks: no cycle is using the old client.
             self._synth.close()
-            self._synth = make_synthesiser(config.llm)
-            self._synth_settings = config.llm
+            self._synth = make_synthesiser(config.llm, config.rem.offline_density)
+            self._synth_settings = (config.llm, config.rem.offline_density)
 
     # -- running as a service -----------------------------------------------------------------
     def request_stop(self, signame: str = "") -> None:

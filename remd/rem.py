@@ -367,7 +367,8 @@ def run_rem(
     reason = trigger.value if isinstance(trigger, TriggerReason) else str(trigger)
     owned = None
     if synthesiser is None:
-        synthesiser = owned = make_synthesiser(memory.config.llm)
+        synthesiser = owned = make_synthesiser(memory.config.llm,
+                                               memory.config.rem.offline_density)
     try:
         return _cycle(memory, at, reason, synthesiser, dry_run=dry_run,
                       stop=should_stop or (lambda: False), progress=progress)

@@ -177,15 +177,17 @@ class LLMSynthesiser:
         raise LLMError(f"LLM answered with an invalid synthesis twice: {error}") from failure
 
 
-def make_synthesiser(settings: LLMSettings) -> LLMSynthesiser | OfflineSynthesiser:
-    """The LLM synthesiser when ``settings.base_url`` is set, else the offline extractive one.
+def make_synthesiser(settings: LLMSettings, offline_density: float = 1.0
+                     ) -> LLMSynthesiser | OfflineSynthesiser:
+    """The LLM synthesiser when ``settings.base_url`` is set, else the offline extractive one
+    (``offline_density``: see :class:`OfflineSynthesiser`).
 
     The caller owns the result and calls ``close()`` when done: the LLM one holds an HTTP
     client whose connections a long-lived process (the daemon) keeps for run after run instead
     of leaving one unclosed client behind per run.
     """
     if settings.base_url is None:
-        return OfflineSynthesiser()
+        return OfflineSynthesiser(offline_density)
     return LLMSynthesiser(LLMClient(settings))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -92,3 +93,18 @@ def test_distil_is_bounded_deterministic_and_never_empty(sentences: list[list[st
     budget = max(32, density * sum(tokens(f.content) for f in fragments))
     longest = max(tokens(f.content) for f in fragments)
     assert tokens(text) <= budget + longest + 8  # the single best sentence may overrun
+
+
+def test_the_configured_density_reaches_the_rem_cycle(tmp_path: Path) -> None:
+    from remd import Config, Memory
+    from remd.exchange import import_lines
+    from tests.test_rem import NOW, fragments, old_lines
+
+    config = Config.model_validate({"rem": {"offline_density": 0.4}})
+    with Memory(tmp_path / "d.db", config=config, clock=lambda: NOW) as m:
+        import_lines(m, old_lines(fragments(3)))
+        run = m.run_rem(now=NOW)
+        assert run.synthesised >= 1
+        row = m.store.one("SELECT model FROM rem_runs WHERE run_id = ?",
+                          (run.run_id,))
+        assert row == ("extractive-dense-0.4",)
