@@ -39,6 +39,12 @@ KINDS = {"episodic": 0, "fact": 1, "synthesis": 2}
 SYNTHESIS = KINDS["synthesis"]
 
 _COLUMNS = "rid, namespace, kind, status, created_at, importance, tokens, valid_until"
+_NUMERIC = (
+    "SELECT rid, "
+    + "CASE kind " + " ".join(f"WHEN '{k}' THEN {v}" for k, v in KINDS.items()) + " ELSE 0 END, "
+    + "CASE status " + " ".join(f"WHEN '{k}' THEN {v}" for k, v in STATUS.items())
+    + f" ELSE {GONE} END, created_at, importance, tokens, coalesce(valid_until, 9e999) "
+    "FROM nodes WHERE namespace = ? ORDER BY rid")
 
 
 class NodeMirror:
@@ -85,9 +91,22 @@ class NodeMirror:
         self.n = 0
         self._tags.clear()
         self.reloads += 1
-        rows = conn.execute(f"SELECT {_COLUMNS} FROM nodes WHERE namespace = ? ORDER BY rid",
-                            (self.namespace,)).fetchall()
-        self._append(rows)
+        # Numbers only, coded in SQL, converted by numpy in C: 1M rows load in ~2 s this way,
+        # ~7 s as row tuples with strings.
+        rows = conn.execute(_NUMERIC, (self.namespace,)).fetchall()
+        if not rows:
+            return
+        m = np.array(rows, dtype=np.float64)
+        n = len(m)
+        self._grow(n)
+        self.rid[:n] = m[:, 0]
+        self.kind[:n] = m[:, 1]
+        self.status[:n] = m[:, 2]
+        self.created[:n] = m[:, 3]
+        self.importance[:n] = m[:, 4]
+        self.tokens[:n] = m[:, 5]
+        self.until[:n] = m[:, 6]
+        self.n = n
 
     def _reread(self, conn: apsw.Connection, rids: list[int]) -> None:
         found: dict[int, tuple[Any, ...]] = {}
