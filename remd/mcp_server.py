@@ -22,7 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from remd.config import Config
-from remd.daemon import MemoryPool, log_secrets, shared_embedder
+from remd.daemon import MemoryPool, freeze_heap, log_secrets, shared_embedder
 from remd.errors import InvalidInput, RemdError
 from remd.exchange import node_to_dict
 from remd.logs import configure_logging
@@ -143,7 +143,9 @@ def run_stdio(db: str | Path, config: Config, namespace: str = "default") -> int
     pool = MemoryPool(db, config, embedder=shared_embedder(config),
                       keep=config.daemon.http_pool_keep)
     try:
-        build_server(pool, namespace).run("stdio")
+        server = build_server(pool, namespace)
+        freeze_heap()
+        server.run("stdio")
     finally:
         pool.close()
     return 0

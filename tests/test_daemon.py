@@ -3,8 +3,10 @@ reload, logging, sd_notify, and `remd serve` as a real process driven by real si
 
 from __future__ import annotations
 
+import gc
 import io
 import json
+import weakref
 import logging
 import os
 import queue
@@ -25,7 +27,7 @@ from click.testing import CliRunner
 
 from remd import ConfigError, InvalidInput, Memory, load_config
 from remd.cli import main
-from remd.daemon import Daemon, MemoryPool
+from remd.daemon import Daemon, MemoryPool, freeze_heap
 from remd.exchange import import_lines, iso
 from remd.logs import REDACTED, configure_logging
 from remd.notify import Notifier
@@ -545,3 +547,22 @@ def test_sigterm_during_a_cycle_finishes_the_cluster_in_flight_and_exits_0(
     ((cluster_status, members),) = clusters  # the cluster in flight was finished
     assert cluster_status == "committed" and deprecated == len(json.loads(members))
     assert "sk-test-key" not in json.dumps(served.seen)
+
+
+class _Cycle:
+    pass
+
+
+def test_freeze_heap_keeps_startup_objects_out_of_full_collections() -> None:
+    try:
+        freeze_heap()
+        assert gc.get_freeze_count() > 1000  # the modules and objects made while starting
+        # Garbage made afterwards is still collected: a reference cycle, then a full pass.
+        a, b = _Cycle(), _Cycle()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        gone = weakref.ref(a)
+        del a, b
+        gc.collect()
+        assert gone() is None
+    finally:
+        gc.unfreeze()

@@ -4,6 +4,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -156,3 +157,48 @@ def test_integrity_check_with_stdlib_sqlite(db_path: Path) -> None:
         m.save_many([f"note {i} about the harbour project" for i in range(20)])
     con = sqlite3.connect(db_path)
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _fill(store: Store, rows: int, size: int = 3000) -> None:
+    for i in range(rows):
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO remd_meta (key, value) VALUES (?, ?)", (f"k{i}", "x" * size))
+
+
+def _checkpoint_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("remd-checkpoint:")]
+
+
+def test_wal_is_checkpointed_on_a_background_thread(db_path: Path) -> None:
+    store = Store(db_path, StoreConfig(checkpoint_pages=16))
+    assert store.checkpointer is not None
+    _fill(store, 300)
+    deadline = time.monotonic() + 30
+    while store.checkpointer.runs == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.checkpointer.runs >= 1
+    assert [t.name for t in _checkpoint_threads()] == [f"remd-checkpoint:{db_path}"]
+    # Everything committed is in the file, read by another library's connection.
+    with sqlite3.connect(db_path) as other:
+        assert other.execute("SELECT count(*) FROM remd_meta WHERE key LIKE 'k%'").fetchone() == (300,)
+    store.close()
+    assert not _checkpoint_threads()
+
+
+@pytest.mark.parametrize("pages", [0, 100_000])
+def test_commits_no_longer_checkpoint_themselves(db_path: Path, pages: int) -> None:
+    """SQLite's own checkpoint (pages=0) keeps the WAL near 1000 pages; with the hook a commit
+    never copies pages itself, so below the hook's threshold the WAL keeps growing."""
+    store = Store(db_path, StoreConfig(checkpoint_pages=pages))
+    page = store.scalar("PRAGMA page_size")
+    _fill(store, 2500)  # ~2500 pages of WAL
+    wal_pages = os.path.getsize(f"{db_path}-wal") // page
+    if pages == 0:
+        assert store.checkpointer is None
+        assert wal_pages < 1300
+    else:
+        assert store.checkpointer is not None and store.checkpointer.runs == 0
+        assert not _checkpoint_threads()  # started by the first commit past the threshold
+        assert wal_pages > 2000
+    assert store.scalar("SELECT count(*) FROM remd_meta WHERE key LIKE 'k%'") == 2500
+    store.close()
