@@ -345,16 +345,24 @@ class Memory:
         query = check_text(text, self.config.store.max_content_chars)
         vec = self.query_vector(query)
         assert vec is not None  # the embedder exists (checked above)
-        hits = self.store.query(
-            "SELECT rowid, distance FROM node_vec WHERE embedding MATCH ? AND k = ? "
-            "AND namespace = ?", (to_blob(vec), k * 2 if live_only else k, self.namespace))
-        if not hits:
-            return []
-        dist = {rid: d for rid, d in hits}
-        marks = ",".join("?" * len(dist))
+        blob = to_blob(vec)
         status = "AND status = 'live'" if live_only else ""
-        rows = self.store.query(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE rid IN ({marks}) {status}", list(dist))
+        want = k * 2 if live_only else k
+        while True:
+            # Memories that are no longer live sit among the vectors too: ask vec0 for more
+            # until k live ones are found or the namespace has no more vectors.
+            hits = self.store.query(
+                "SELECT rowid, distance FROM node_vec WHERE embedding MATCH ? AND k = ? "
+                "AND namespace = ?", (blob, want, self.namespace))
+            if not hits:
+                return []
+            dist = {rid: d for rid, d in hits}
+            marks = ",".join("?" * len(dist))
+            rows = self.store.query(
+                f"SELECT {NODE_COLUMNS} FROM nodes WHERE rid IN ({marks}) {status}", list(dist))
+            if len(rows) >= k or len(hits) < want:
+                break
+            want *= 4
         nodes = self.nodes_from_rows(rows)
         rid_of = {r[1]: r[0] for r in rows}
         ranked = sorted(((n, float(dist[rid_of[n.id]])) for n in nodes), key=lambda p: p[1])

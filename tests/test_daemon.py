@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import io
 import json
-import weakref
 import logging
 import os
 import queue
@@ -15,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path

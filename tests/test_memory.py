@@ -74,6 +74,23 @@ def test_nearest_finds_a_paraphrase(mem: Memory) -> None:
     assert hits[0][1] <= hits[1][1]
 
 
+def test_nearest_returns_k_live_memories_past_forgotten_ones(mem: Memory) -> None:
+    """Forgotten memories closer to the query than every live one must not shrink the answer
+    below k (vec0 is asked again for more)."""
+    close = [mem.save(f"my dog Rex takes his heartworm pill, note {i}") for i in range(6)]
+    far = [mem.save(text) for text in ("The quarterly tax filing is due in April",
+                                       "We repainted the kitchen a pale green",
+                                       "The train to Porto leaves at 9")]
+    for node in close:
+        mem.forget(node.id)
+    hits = mem.nearest("heartworm pill for my dog", k=2)
+    assert len(hits) == 2
+    assert {n.id for n, _ in hits} <= {n.id for n in far}
+    assert hits[0][1] <= hits[1][1]
+    every = mem.nearest("heartworm pill for my dog", k=9, live_only=False)
+    assert {n.id for n, _ in every} == {n.id for n in close + far}
+
+
 @pytest.mark.parametrize("bad", ["", "   \n\t", "a\x00b", "lone \ud800 surrogate", 42, None])
 def test_bad_text_is_refused_and_nothing_changes(mem: Memory, bad: object) -> None:
     mem.save("an existing memory about the harbour")

@@ -180,7 +180,8 @@ def test_wal_is_checkpointed_on_a_background_thread(db_path: Path) -> None:
     assert [t.name for t in _checkpoint_threads()] == [f"remd-checkpoint:{db_path}"]
     # Everything committed is in the file, read by another library's connection.
     with sqlite3.connect(db_path) as other:
-        assert other.execute("SELECT count(*) FROM remd_meta WHERE key LIKE 'k%'").fetchone() == (300,)
+        rows = other.execute("SELECT count(*) FROM remd_meta WHERE key LIKE 'k%'").fetchone()
+    assert rows == (300,)
     store.close()
     assert not _checkpoint_threads()
 
