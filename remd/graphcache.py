@@ -22,17 +22,15 @@ use of one store's cache.
 from __future__ import annotations
 
 import array
-import threading
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store import Store
+from remd.store import Store, int_scalar
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
 _EVICT_MAX = 4096
@@ -57,6 +55,9 @@ class Members:
     limit: int
 
 
+_Rows = TypeVar("_Rows", Edges, Members)
+
+
 class TagGraphCache:
     """The cached rows of one open store (every namespace: tag ids are global)."""
 
@@ -74,13 +75,13 @@ class TagGraphCache:
         """Evict what changed since the last sync (in the caller's read snapshot)."""
         if self.capacity <= 0:
             return
-        top = _scalar(conn, "SELECT max(seq) FROM tag_log")
+        top = int_scalar(conn, "SELECT max(seq) FROM tag_log")
         if top == self.seq:
             return
         if self.seq is None or top < self.seq:  # first use, or the log was emptied/rebuilt
             self.clear()
         else:
-            low = _scalar(conn, "SELECT min(seq) FROM tag_log")
+            low = int_scalar(conn, "SELECT min(seq) FROM tag_log")
             changed = None
             if low <= self.seq + 1:  # nothing after our last look has been pruned
                 changed = [int(r[0]) for r in conn.execute(
@@ -103,11 +104,9 @@ class TagGraphCache:
     # -- reads ----------------------------------------------------------------------------
     def top_edges(self, conn: apsw.Connection, tid: int, limit: int) -> Edges:
         """The ``limit`` highest-weight out-edges of ``tid``: (dst tids, weights)."""
-        cached = self.edges.get(tid)
-        if cached is not None and cached.limit >= limit:
-            self.hits += 1
+        cached = self._cached(self.edges, tid, limit)
+        if cached is not None:
             return cached
-        self.misses += 1
         ids, weights = _rows(conn, "SELECT dst, weight FROM tag_edges WHERE src = ? "
                                    "ORDER BY weight DESC LIMIT ?", (tid, limit))
         edges = Edges(np.frombuffer(ids, np.int64), np.frombuffer(weights, np.float64), limit)
@@ -116,11 +115,9 @@ class TagGraphCache:
 
     def top_members(self, conn: apsw.Connection, tid: int, limit: int) -> Members:
         """The ``limit`` best live memories carrying ``tid``: (rids, tag weights)."""
-        cached = self.members.get(tid)
-        if cached is not None and cached.limit >= limit:
-            self.hits += 1
+        cached = self._cached(self.members, tid, limit)
+        if cached is not None:
             return cached
-        self.misses += 1
         ids, weights = _rows(conn, "SELECT rid, weight FROM node_tags WHERE tid = ? "
                                    "AND live = 1 ORDER BY weight DESC, rid DESC LIMIT ?",
                              (tid, limit))
@@ -157,16 +154,20 @@ class TagGraphCache:
         if len(table) > self.capacity:
             self._trim(table)
 
+    def _cached(self, table: dict[int, _Rows], tid: int, limit: int) -> _Rows | None:
+        """The cached rows of ``tid`` if at least ``limit`` of them were read; counts hits."""
+        cached = table.get(tid)
+        if cached is not None and cached.limit >= limit:
+            self.hits += 1
+            return cached
+        self.misses += 1
+        return None
+
     @staticmethod
     def _trim(table: dict[int, Any]) -> None:
         """Drop the oldest half (dicts keep insertion order)."""
         for tid in list(table)[: len(table) // 2]:
             del table[tid]
-
-
-def _scalar(conn: apsw.Connection, sql: str) -> int:
-    row = conn.execute(sql).fetchone()
-    return int(row[0]) if row is not None and row[0] is not None else 0
 
 
 def _rows(conn: apsw.Connection, sql: str, params: Sequence[object]
@@ -179,14 +180,7 @@ def _rows(conn: apsw.Connection, sql: str, params: Sequence[object]
     return ids, weights
 
 
-_caches: weakref.WeakKeyDictionary[Store, TagGraphCache] = weakref.WeakKeyDictionary()
-_caches_lock = threading.Lock()
-
-
 def cache_for(store: Store, capacity: int) -> TagGraphCache:
-    """The cache of one open store (created on first use)."""
-    with _caches_lock:
-        cache = _caches.get(store)
-        if cache is None or cache.capacity != capacity:
-            cache = _caches[store] = TagGraphCache(capacity)
-        return cache
+    """The cache of one open store (created on first use, again if the capacity changes)."""
+    return store.attached("graphcache", lambda: TagGraphCache(capacity),
+                          keep=lambda cache: cache.capacity == capacity)

@@ -14,13 +14,11 @@ adjusted, a deletion (a REM rollback) drops them all.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any
 
 import apsw
 
-from remd.store import Store
+from remd.store import Store, int_scalar
 
 _TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # as schema.sql's node_fts
 # Words that carry no topic of their own: left out of the FTS5 query (bm25 would give them a
@@ -51,12 +49,12 @@ class TermCounts:
 
     def sync(self, conn: apsw.Connection) -> None:
         """Adjust the counts for the nodes inserted since the last look (in this snapshot)."""
-        top = _scalar(conn, "SELECT max(seq) FROM node_log")
+        top = int_scalar(conn, "SELECT max(seq) FROM node_log")
         if top == self.seq:
             return
         if self.seq is None or top < self.seq or not self.counts:
             self.counts.clear()
-        elif _scalar(conn, "SELECT min(seq) FROM node_log") > self.seq + 1:
+        elif int_scalar(conn, "SELECT min(seq) FROM node_log") > self.seq + 1:
             self.counts.clear()  # entries we had not seen were pruned
         else:
             rows: list[tuple[Any, ...]] = conn.execute(
@@ -154,19 +152,6 @@ def search(conn: apsw.Connection, expr: str, limit: int, namespace: str | None =
     return [(int(rid), -float(s)) for rid, s in rows]
 
 
-def _scalar(conn: apsw.Connection, sql: str) -> int:
-    row = conn.execute(sql).fetchone()
-    return int(row[0]) if row is not None and row[0] is not None else 0
-
-
-_counts: weakref.WeakKeyDictionary[Store, TermCounts] = weakref.WeakKeyDictionary()
-_counts_lock = threading.Lock()
-
-
 def counts_for(store: Store) -> TermCounts:
     """The term counts of one open store (created on first use)."""
-    with _counts_lock:
-        counts = _counts.get(store)
-        if counts is None:
-            counts = _counts[store] = TermCounts()
-        return counts
+    return store.attached("termcounts", TermCounts)

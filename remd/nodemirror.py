@@ -19,8 +19,6 @@ Callers hold the store's lock (inside ``Store.snapshot()``), which serialises ea
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,7 +26,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store import Store
+from remd.store import Store, int_scalar
 
 STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
 GONE = -1  # deleted, or moved to another namespace
@@ -68,13 +66,13 @@ class NodeMirror:
     # -- coherence ------------------------------------------------------------------------
     def refresh(self, conn: apsw.Connection) -> None:
         """Bring the mirror to the caller's read snapshot."""
-        top = _scalar(conn, "SELECT max(seq) FROM node_log")
+        top = int_scalar(conn, "SELECT max(seq) FROM node_log")
         if top == self.seq:
             return
         if self.seq is None or top < self.seq:
             self._load(conn)
         else:
-            low = _scalar(conn, "SELECT min(seq) FROM node_log")
+            low = int_scalar(conn, "SELECT min(seq) FROM node_log")
             limit = max(4096, self.n // 4)  # past this, one scan beats re-reading each rid
             changed = None
             if low <= self.seq + 1:
@@ -238,20 +236,6 @@ class NodeMirror:
         return FAR if 0 <= i < self.n else -1
 
 
-def _scalar(conn: apsw.Connection, sql: str) -> int:
-    row = conn.execute(sql).fetchone()
-    return int(row[0]) if row is not None and row[0] is not None else 0
-
-
-_mirrors: weakref.WeakKeyDictionary[Store, dict[str, NodeMirror]] = weakref.WeakKeyDictionary()
-_mirrors_lock = threading.Lock()
-
-
 def mirror_for(store: Store, namespace: str) -> NodeMirror:
     """The mirror of one namespace of one open store (loaded on first refresh)."""
-    with _mirrors_lock:
-        per_store = _mirrors.setdefault(store, {})
-        mirror = per_store.get(namespace)
-        if mirror is None:
-            mirror = per_store[namespace] = NodeMirror(namespace)
-        return mirror
+    return store.attached(("nodemirror", namespace), lambda: NodeMirror(namespace))

@@ -14,7 +14,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -113,6 +113,13 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
     except apsw.Error as exc:
         raise _wrap(exc, path) from exc
     return conn
+
+
+def int_scalar(conn: apsw.Connection, sql: str) -> int:
+    """The first column of the first row as an int (0 for no row or NULL), on ``conn`` as it
+    is: for reads inside a snapshot the caller already holds (``max(seq)`` of a change log)."""
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
 
 
 def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
@@ -234,12 +241,25 @@ class Store:
             self.checkpointer = Checkpointer(self.path, config)
             self.conn.set_wal_hook(self.checkpointer.hook)
         self._lock = threading.RLock()
+        self._attached: dict[Hashable, Any] = {}
+        self._attached_lock = threading.Lock()
         self._depth = 0
         self._savepoints = itertools.count()
         self._logs: tuple[str, ...] = ()  # change logs the file has, pruned at each commit
         self.migrate()
         version = self.schema_version()
         self._logs = tuple(t for t, v in _LOG_VERSIONS if version >= v)
+
+    def attached(self, key: Hashable, make: Callable[[], T],
+                 keep: Callable[[T], bool] | None = None) -> T:
+        """The in-process object kept under ``key`` for this open store (inject's caches and
+        indexes: remd/graphcache.py, nodemirror.py, lexical.py, vectors.py), made by ``make``
+        on first use, or again when ``keep`` says the kept one no longer fits."""
+        with self._attached_lock:
+            obj: T | None = self._attached.get(key)
+            if obj is None or (keep is not None and not keep(obj)):
+                obj = self._attached[key] = make()
+            return obj
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import array
 import threading
-import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -213,18 +212,9 @@ def _nearest(planes: U64, q: U64, lo: int, hi: int, n: int
     return pos, d
 
 
-_indexes: weakref.WeakKeyDictionary[Store, dict[str, BitIndex]] = weakref.WeakKeyDictionary()
-_indexes_lock = threading.Lock()
-
-
 def index_for(store: Store, namespace: str) -> BitIndex:
     """The (lazily built) in-process index of one namespace of one open store."""
-    with _indexes_lock:
-        per_store = _indexes.setdefault(store, {})
-        index = per_store.get(namespace)
-        if index is None:
-            index = per_store[namespace] = BitIndex(namespace)
-        return index
+    return store.attached(("bitindex", namespace), lambda: BitIndex(namespace))
 
 
 def knn(store: Store, namespace: str, query: npt.ArrayLike, k: int, *,
