@@ -37,7 +37,6 @@ counts) come from in-process caches kept exact by change logs (:mod:`remd.graphc
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -344,10 +343,6 @@ class _Injector:
         return read
 
     # -- packing --------------------------------------------------------------------------
-    def _tag_sets(self, conn: apsw.Connection, rids: Sequence[int]) -> dict[int, set[int]]:
-        return {rid: {tid for tid, _ in pairs}
-                for rid, pairs in self.nodes.tags_of(conn, rids).items()}
-
     def _pack(self, conn: apsw.Connection, cands: dict[int, _Candidate], budget: int,
               sep_tokens: int) -> list[tuple[_Candidate, float, float]]:
         """Lazy greedy: (candidate, final score, diversity penalty) in pack order.
@@ -366,7 +361,7 @@ class _Injector:
                 break
             pool.append(c)
             room -= c.tokens
-        tags = self._tag_sets(conn, [c.rid for c in pool])
+        tags = self.nodes.tag_sets(conn, [c.rid for c in pool])
         penalty_w = self.cfg.diversity_penalty
         chosen_tags: set[int] = set()
         heap = [(-c.base, c.rid, 0, c) for c in pool]
@@ -542,12 +537,18 @@ class _Injector:
 
         The packer adds item counts plus separator counts; BPE over the joined text usually
         gives the same or fewer tokens, but that is not guaranteed, so the exact count decides.
+        With the items' saved counts in this encoding, the count of the join is their sum
+        corrected at each seam (:meth:`remd.tokens.TokenCounter.count_joined`), not a second
+        pass of the tokenizer over the whole pack.
         """
         counter = self.mem.counter
         sep = self.cfg.separator
+        exact = self.mem.tokens_exact
         picked = [p for p in picked if p[0].rid in contents]
         while picked:
-            used = counter.count(sep.join(contents[c.rid] for c, _, _ in picked))
+            texts = [contents[c.rid] for c, _, _ in picked]
+            used = (counter.count_joined(texts, [c.tokens for c, _, _ in picked], sep) if exact
+                    else counter.count(sep.join(texts)))
             if used <= budget:
                 return picked, contents, used
             weakest = min(range(len(picked)), key=lambda i: picked[i][1])
@@ -574,10 +575,12 @@ class _Injector:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (pack.pack_id, self.ns, pack.query, pack.budget, pack.tokens_used, self.now))
             rows = []
+            paths: dict[int, str] = {}  # the items one tag activated share its path
             for rank, ((c, score, _), item) in enumerate(zip(picked, pack.items, strict=True)):
-                path = walk.path(c.via) if c.via else []
-                rows.append((pack.pack_id, rank, c.rid, score, item.tokens, c.importance,
-                             json.dumps(path)))
+                path = paths.get(c.via or 0, "[]")
+                if c.via and c.via not in paths:  # json.dumps of the ids, without its set-up
+                    path = paths[c.via] = f"[{', '.join(map(str, walk.path(c.via)))}]"
+                rows.append((pack.pack_id, rank, c.rid, score, item.tokens, c.importance, path))
             conn.executemany(
                 "INSERT INTO pack_items (pack_id, rank, rid, score, tokens, importance, path) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)

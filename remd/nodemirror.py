@@ -32,7 +32,8 @@ STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
 GONE = -1  # deleted, or moved to another namespace
 FAR = -2  # neighbour(): no live row among the next _NEAR
 _NEAR = 64
-_TAGS_KEEP = 65_536  # memories whose tags are kept (~0.3 KB each)
+_TAGS_KEEP = 65_536  # memories whose tags are kept (~0.5 KB each)
+_Tagged = tuple[tuple[tuple[int, float], ...], frozenset[int]]
 KINDS = {"episodic": 0, "fact": 1, "synthesis": 2}
 SYNTHESIS = KINDS["synthesis"]
 
@@ -60,8 +61,9 @@ class NodeMirror:
         self.until: npt.NDArray[np.float64] = np.zeros(0, np.float64)  # inf: no expiry
         self.seq: int | None = None  # last node_log entry applied; None: not loaded
         self.reloads = 0
-        # (tid, weight) pairs of recently used memories, best first; evicted like the rows.
-        self._tags: dict[int, tuple[tuple[int, float], ...]] = {}
+        # (tid, weight) pairs of recently used memories, best first, and the set of their tag
+        # ids; evicted like the rows.
+        self._tags: dict[int, _Tagged] = {}
 
     # -- coherence ------------------------------------------------------------------------
     def refresh(self, conn: apsw.Connection) -> None:
@@ -198,7 +200,14 @@ class NodeMirror:
                 ) -> dict[int, tuple[tuple[int, float], ...]]:
         """The (tag id, weight) pairs of each memory, best first; SQL only for those not
         cached since their last change."""
-        out: dict[int, tuple[tuple[int, float], ...]] = {}
+        return {rid: entry[0] for rid, entry in self._tagged(conn, rids).items()}
+
+    def tag_sets(self, conn: apsw.Connection, rids: Sequence[int]) -> dict[int, frozenset[int]]:
+        """The tag ids of each memory, as a set (cached like :meth:`tags_of`)."""
+        return {rid: entry[1] for rid, entry in self._tagged(conn, rids).items()}
+
+    def _tagged(self, conn: apsw.Connection, rids: Sequence[int]) -> dict[int, _Tagged]:
+        out: dict[int, _Tagged] = {}
         missing = []
         for rid in rids:
             got = self._tags.get(rid)
@@ -218,7 +227,7 @@ class NodeMirror:
             if len(self._tags) + len(found) > _TAGS_KEEP:
                 self._tags.clear()
             for rid, pairs in found.items():
-                out[rid] = self._tags[rid] = tuple(pairs)
+                out[rid] = self._tags[rid] = (tuple(pairs), frozenset(t for t, _ in pairs))
         return out
 
     def neighbour(self, pos: int, step: int) -> int:

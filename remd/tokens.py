@@ -13,9 +13,11 @@ import hashlib
 import os
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 
 import tiktoken
@@ -72,9 +74,63 @@ class TokenCounter:
     def count(self, text: str) -> int:
         return len(self._enc.encode_ordinary(text))
 
+    def count_joined(self, texts: Sequence[str], counts: Sequence[int], sep: str) -> int:
+        """``count(sep.join(texts))``, exactly, given each text's own count.
+
+        BPE never merges across the pieces tiktoken's pattern first splits a text into, so the
+        join's count is the sum of the texts' counts plus, at each seam, what the separator
+        and the end of the text before it become together. That holds when the seam is
+        local: the separator ends with a line break and the next text starts with a letter or
+        digit (no piece of either shipped encoding runs from a line break into a letter or
+        digit, and a letter or digit can't be glued to a line break before it), and the text
+        before ends in ASCII after its last letter or digit (the piece holding that character
+        ends with it; a combining mark after it would not). Anything else is counted whole.
+        """
+        if len(texts) != len(counts):
+            raise ValueError("one count per text")
+        if not texts:
+            return 0
+        if not sep.endswith(("\n", "\r")) or self.name not in _SHIPPED:
+            return self.count(sep.join(texts))
+        total = sum(counts)
+        for before, after in pairwise(texts):
+            tail = _ascii_tail(before)
+            if tail is None or not _starts_word(after):
+                return self.count(sep.join(texts))
+            total += self._seam(tail, sep)
+        return total
+
+    @lru_cache(maxsize=1024)  # noqa: B019 - counters live as long as their Memory
+    def _seam(self, tail: str, sep: str) -> int:
+        return self.count(tail + sep) - self.count(tail)
+
     def count_many(self, texts: Sequence[str]) -> list[int]:
         # tiktoken's batch call starts a thread pool per call: ~2 ms of overhead that only pays
         # off on long lists (an inject pack of 30 items counts faster in a plain loop).
         if len(texts) < 256:
             return [len(self._enc.encode_ordinary(t)) for t in texts]
         return [len(t) for t in self._enc.encode_ordinary_batch(list(texts), num_threads=2)]
+
+
+def _ascii_tail(text: str) -> str | None:
+    """What follows the last letter or digit of ``text`` (all of it if it has none), or None
+    when that contains a non-ASCII character (a mark, say, that the letter's piece may take)."""
+    i = len(text)
+    while i > 0:
+        c = text[i - 1]
+        if c.isascii():
+            if c.isalnum():
+                break
+        elif unicodedata.category(c)[0] in "LN":
+            break
+        else:
+            return None
+        i -= 1
+    return text[i:]
+
+
+def _starts_word(text: str) -> bool:
+    if not text:
+        return False
+    c = text[0]
+    return c.isalnum() if c.isascii() else unicodedata.category(c)[0] in "LN"

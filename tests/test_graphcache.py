@@ -87,10 +87,11 @@ def check_mirror(m: Memory) -> int:
             for _, k, s, c, i, t, u in rows]
     assert got == want
     with m.store.snapshot() as conn:
-        for rid, pairs in mirror._tags.items():
+        for rid, (pairs, tids) in mirror._tags.items():
             sql = conn.execute("SELECT tid, weight FROM node_tags WHERE rid = ? "
                                "ORDER BY weight DESC, tid", (rid,)).fetchall()
             assert list(pairs) == sql, f"tags of {rid}"
+            assert tids == {tid for tid, _ in sql}
     return len(rows)
 
 
