@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("remd.inject")
 
 _SOURCES = ("graph", "vector", "lexical")
-_KIND_NAMES = {code: name for name, code in nodemirror.KINDS.items()}
+_KINDS = {code: NodeKind(name) for name, code in nodemirror.KINDS.items()}
 
 @dataclass
 class _Candidate:
@@ -75,7 +75,7 @@ class _Candidate:
     via_act: float = 0.0
     # filled from the node mirror:
     pos: int = -1  # position in the mirror's arrays
-    kind: str = ""
+    kind: NodeKind = NodeKind.EPISODIC
     created_at: float = 0.0
     importance: float = 0.5
     tokens: int = 0
@@ -255,7 +255,7 @@ class _Injector:
                 nodes.created[pos].tolist(), nodes.importance[pos].tolist(),
                 nodes.tokens[pos].tolist(), strict=True):
             c = cands[rid]
-            c.pos, c.kind, c.created_at = p, _KIND_NAMES[kind], created
+            c.pos, c.kind, c.created_at = p, _KINDS[kind], created
             c.importance, c.tokens = importance, tokens
 
     def _score(self, cands: dict[int, _Candidate]) -> None:
@@ -315,7 +315,7 @@ class _Injector:
             return 0
         top = [c for c in sorted(cands.values(), key=lambda c: (-c.base, c.rid))
                [: cfg.context_from]
-               if c.kind != NodeKind.SYNTHESIS.value]  # a REM run's node has no neighbours
+               if c.kind is not NodeKind.SYNTHESIS]  # a REM run's node has no neighbours
         nodes = self.nodes
         boost: dict[int, float] = {}
         read = 0
@@ -431,7 +431,9 @@ class _Injector:
         counts = ([c.tokens for c, _, _ in picked] if self.mem.tokens_exact
                   else self.mem.counter.count_many([texts[c.rid] for c, _, _ in picked]))
         walk = ranked.walk
-        items = tuple(self._item(c, score, penalty, texts[c.rid], n, names.get(c.rid, ()), walk)
+        paths: dict[int, tuple[str, ...]] = {}  # the items one tag activated share its path
+        items = tuple(self._item(c, score, penalty, texts[c.rid], n, names.get(c.rid, ()),
+                                 self._path(walk, c.via, paths))
                       for (c, score, penalty), n in zip(picked, counts, strict=True))
         pack = Pack(pack_id=new_id(), namespace=self.ns, query=query, budget=budget,
                     tokens_used=used, items=items, separator=cfg.separator, seeds=ranked.seeds,
@@ -555,15 +557,25 @@ class _Injector:
             del picked[weakest]
         return [], contents, 0
 
+    @staticmethod
+    def _path(walk: Walk, via: int | None, seen: dict[int, tuple[str, ...]]
+              ) -> tuple[str, ...]:
+        """The names of the tags on the walk from a seed to ``via`` (empty without one)."""
+        if not via:
+            return ()
+        path = seen.get(via)
+        if path is None:
+            path = seen[via] = tuple(walk.names.get(t, str(t)) for t in walk.path(via))
+        return path
+
     def _item(self, c: _Candidate, score: float, penalty: float, content: str, tokens: int,
-              tags: tuple[str, ...], walk: Walk) -> PackItem:
-        path = tuple(walk.names.get(t, str(t)) for t in walk.path(c.via)) if c.via else ()
+              tags: tuple[str, ...], path: tuple[str, ...]) -> PackItem:
         sources = tuple(s for s in _SOURCES if getattr(c, s) > 0)
         parts = ScoreParts(relevance=c.relevance, graph=c.graph, vector=c.vector,
                            lexical=c.lexical, recency=c.recency, importance=c.weight,
                            diversity=penalty, context=c.context, date=c.date)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
-                        score=score, tags=tags, kind=NodeKind(c.kind), created_at=c.created_at,
+                        score=score, tags=tags, kind=c.kind, created_at=c.created_at,
                         parts=parts, path=path, sources=sources)
 
     def _record(self, pack: Pack, picked: Sequence[tuple[_Candidate, float, float]],

@@ -31,7 +31,7 @@ from remd.pack import Pack
 from remd.store import Store
 from remd.tagtools import TagCluster
 from remd.tokens import TokenCounter
-from remd.vectors import write_vectors
+from remd.vectors import knn, write_vectors
 
 if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and import models
     from remd import importance as _importance
@@ -337,8 +337,16 @@ class Memory:
             "ORDER BY created_at, rid", (self.namespace, *seen))
         return self.nodes_from_rows(rows)
 
-    def nearest(self, text: str, k: int = 8, *, live_only: bool = True) -> list[tuple[Node, float]]:
-        """The k memories closest to ``text`` by cosine distance (smallest first)."""
+    def nearest(self, text: str, k: int = 8, *, live_only: bool = True,
+                exact: bool = False) -> list[tuple[Node, float]]:
+        """The k memories closest to ``text`` by cosine distance (smallest first).
+
+        By default the search is inject's (:mod:`remd.vectors`): a Hamming pre-filter over the
+        namespace's in-process bit index (built on the process's first search), then the exact
+        cosine of the best ``k * vector_rerank`` candidates; a few ms at 100k memories, but a
+        true neighbour can in rare cases rank outside the candidates. ``exact=True`` asks
+        sqlite-vec's vec0 for an exact scan instead (~70 ms per 100k memories here).
+        """
         embedder = self.embedder
         if embedder is None or k <= 0:
             return []
@@ -346,21 +354,28 @@ class Memory:
         vec = self.query_vector(query)
         assert vec is not None  # the embedder exists (checked above)
         blob = to_blob(vec)
+        rerank = max(1, self.config.inject.vector_rerank)
         status = "AND status = 'live'" if live_only else ""
         want = k * 2 if live_only else k
         while True:
-            # Memories that are no longer live sit among the vectors too: ask vec0 for more
-            # until k live ones are found or the namespace has no more vectors.
-            hits = self.store.query(
-                "SELECT rowid, distance FROM node_vec WHERE embedding MATCH ? AND k = ? "
-                "AND namespace = ?", (blob, want, self.namespace))
+            # Memories that are no longer live sit among the vectors too: ask for more until
+            # k live ones are found or the namespace has no more vectors.
+            if exact:
+                hits = self.store.query(
+                    "SELECT rowid, distance FROM node_vec WHERE embedding MATCH ? AND k = ? "
+                    "AND namespace = ?", (blob, want, self.namespace))
+                more = len(hits) == want
+            else:
+                found = knn(self.store, self.namespace, vec, want, rerank=rerank)
+                hits = [(rid, 1.0 - sim) for rid, sim in found]
+                more = len(found) == want * rerank
             if not hits:
                 return []
             dist = {rid: d for rid, d in hits}
             marks = ",".join("?" * len(dist))
             rows = self.store.query(
                 f"SELECT {NODE_COLUMNS} FROM nodes WHERE rid IN ({marks}) {status}", list(dist))
-            if len(rows) >= k or len(hits) < want:
+            if len(rows) >= k or not more:
                 break
             want *= 4
         nodes = self.nodes_from_rows(rows)

@@ -64,30 +64,44 @@ def test_save_many_commits_then_embeds_backlog(mem: Memory) -> None:
     assert mem.store.scalar("SELECT count(*) FROM node_vec") == 130
 
 
-def test_nearest_finds_a_paraphrase(mem: Memory) -> None:
+@pytest.mark.parametrize("exact", [False, True])
+def test_nearest_finds_a_paraphrase(mem: Memory, exact: bool) -> None:
     target = mem.save("My dog Rex needs his heartworm pill every month")
     mem.save_many(["The quarterly tax filing is due in April",
                    "We repainted the kitchen a pale green",
                    "The train to Porto leaves at 9"])
-    hits = mem.nearest("medication schedule for my puppy", k=2)
+    hits = mem.nearest("medication schedule for my puppy", k=2, exact=exact)
     assert hits[0][0].id == target.id
     assert hits[0][1] <= hits[1][1]
 
 
-def test_nearest_returns_k_live_memories_past_forgotten_ones(mem: Memory) -> None:
+def test_nearest_by_index_agrees_with_vec0(mem: Memory) -> None:
+    """The bit-index search and sqlite-vec's exact scan give the same neighbours and the same
+    cosine distances (float32 against vec0's own arithmetic)."""
+    mem.save_many([f"{animal} {verb} near the {place}" for animal in ("dog", "cat", "heron")
+                   for verb in ("sleeps", "hunts", "waits") for place in ("river", "barn")])
+    for query in ("a bird fishing by the water", "pets resting in the farm building"):
+        fast = mem.nearest(query, k=5)
+        slow = mem.nearest(query, k=5, exact=True)
+        assert [n.id for n, _ in fast] == [n.id for n, _ in slow]
+        assert [d for _, d in fast] == pytest.approx([d for _, d in slow], abs=1e-5)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_nearest_returns_k_live_memories_past_forgotten_ones(mem: Memory, exact: bool) -> None:
     """Forgotten memories closer to the query than every live one must not shrink the answer
-    below k (vec0 is asked again for more)."""
+    below k (the search is asked again for more)."""
     close = [mem.save(f"my dog Rex takes his heartworm pill, note {i}") for i in range(6)]
     far = [mem.save(text) for text in ("The quarterly tax filing is due in April",
                                        "We repainted the kitchen a pale green",
                                        "The train to Porto leaves at 9")]
     for node in close:
         mem.forget(node.id)
-    hits = mem.nearest("heartworm pill for my dog", k=2)
+    hits = mem.nearest("heartworm pill for my dog", k=2, exact=exact)
     assert len(hits) == 2
     assert {n.id for n, _ in hits} <= {n.id for n in far}
     assert hits[0][1] <= hits[1][1]
-    every = mem.nearest("heartworm pill for my dog", k=9, live_only=False)
+    every = mem.nearest("heartworm pill for my dog", k=9, live_only=False, exact=exact)
     assert {n.id for n, _ in every} == {n.id for n in close + far}
 
 
