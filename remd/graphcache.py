@@ -30,7 +30,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store import Store, int_scalar
+from remd.store import Store, int_scalar, rows_in
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
 _EVICT_MAX = 4096
@@ -135,14 +135,11 @@ class TagGraphCache:
                 missing.append(tid)
             else:
                 out[tid] = got
-        for start in range(0, len(missing), 500):
-            part = missing[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for tid, name, df in conn.execute(
-                    f"SELECT tid, name, df FROM tags WHERE tid IN ({marks})", part):
-                out[tid] = (str(name), int(df))
-                if self.capacity > 0:
-                    self.info[tid] = out[tid]
+        for tid, name, df in rows_in(
+                conn, "SELECT tid, name, df FROM tags WHERE tid IN ({marks})", missing):
+            out[tid] = (str(name), int(df))
+            if self.capacity > 0:
+                self.info[tid] = out[tid]
         if len(self.info) > 4 * self.capacity:
             self._trim(self.info)
         return out

@@ -431,14 +431,16 @@ class _Injector:
         counts = ([c.tokens for c, _, _ in picked] if self.mem.tokens_exact
                   else self.mem.counter.count_many([texts[c.rid] for c, _, _ in picked]))
         walk = ranked.walk
-        paths: dict[int, tuple[str, ...]] = {}  # the items one tag activated share its path
+        # The walk from a seed to each item's activating tag, once per tag (tag ids).
+        paths: dict[int | None, list[int]] = {c.via: walk.path(c.via) for c, _, _ in picked
+                                              if c.via}
         items = tuple(self._item(c, score, penalty, texts[c.rid], n, names.get(c.rid, ()),
-                                 self._path(walk, c.via, paths))
+                                 tuple(walk.names.get(t, str(t)) for t in paths.get(c.via, ())))
                       for (c, score, penalty), n in zip(picked, counts, strict=True))
         pack = Pack(pack_id=new_id(), namespace=self.ns, query=query, budget=budget,
                     tokens_used=used, items=items, separator=cfg.separator, seeds=ranked.seeds,
                     tags_activated=len(walk.act), memories_touched=ranked.touched)
-        self._record(pack, picked, walk)
+        self._record(pack, picked, paths)
         return pack
 
     def _stand_ins(self, conn: apsw.Connection, rids: Iterable[int]) -> dict[int, int]:
@@ -557,17 +559,6 @@ class _Injector:
             del picked[weakest]
         return [], contents, 0
 
-    @staticmethod
-    def _path(walk: Walk, via: int | None, seen: dict[int, tuple[str, ...]]
-              ) -> tuple[str, ...]:
-        """The names of the tags on the walk from a seed to ``via`` (empty without one)."""
-        if not via:
-            return ()
-        path = seen.get(via)
-        if path is None:
-            path = seen[via] = tuple(walk.names.get(t, str(t)) for t in walk.path(via))
-        return path
-
     def _item(self, c: _Candidate, score: float, penalty: float, content: str, tokens: int,
               tags: tuple[str, ...], path: tuple[str, ...]) -> PackItem:
         sources = tuple(s for s in _SOURCES if getattr(c, s) > 0)
@@ -579,7 +570,7 @@ class _Injector:
                         parts=parts, path=path, sources=sources)
 
     def _record(self, pack: Pack, picked: Sequence[tuple[_Candidate, float, float]],
-                walk: Walk) -> None:
+                paths: dict[int | None, list[int]]) -> None:
         """One transaction: the pack, its items, and the items' access bookkeeping."""
         with self.mem.store.transaction() as conn:
             conn.execute(
@@ -587,11 +578,8 @@ class _Injector:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (pack.pack_id, self.ns, pack.query, pack.budget, pack.tokens_used, self.now))
             rows = []
-            paths: dict[int, str] = {}  # the items one tag activated share its path
             for rank, ((c, score, _), item) in enumerate(zip(picked, pack.items, strict=True)):
-                path = paths.get(c.via or 0, "[]")
-                if c.via and c.via not in paths:  # json.dumps of the ids, without its set-up
-                    path = paths[c.via] = f"[{', '.join(map(str, walk.path(c.via)))}]"
+                path = f"[{', '.join(map(str, paths.get(c.via, ())))}]"  # as json.dumps writes
                 rows.append((pack.pack_id, rank, c.rid, score, item.tokens, c.importance, path))
             conn.executemany(
                 "INSERT INTO pack_items (pack_id, rank, rid, score, tokens, importance, path) "

@@ -353,8 +353,7 @@ class Memory:
         query = check_text(text, self.config.store.max_content_chars)
         vec = self.query_vector(query)
         assert vec is not None  # the embedder exists (checked above)
-        blob = to_blob(vec)
-        rerank = max(1, self.config.inject.vector_rerank)
+        rerank = self.config.inject.vector_rerank
         status = "AND status = 'live'" if live_only else ""
         want = k * 2 if live_only else k
         while True:
@@ -363,7 +362,7 @@ class Memory:
             if exact:
                 hits = self.store.query(
                     "SELECT rowid, distance FROM node_vec WHERE embedding MATCH ? AND k = ? "
-                    "AND namespace = ?", (blob, want, self.namespace))
+                    "AND namespace = ?", (to_blob(vec), want, self.namespace))
                 more = len(hits) == want
             else:
                 found = knn(self.store, self.namespace, vec, want, rerank=rerank)

@@ -26,7 +26,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store import Store, int_scalar
+from remd.store import Store, int_scalar, rows_in
 
 STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
 GONE = -1  # deleted, or moved to another namespace
@@ -109,13 +109,9 @@ class NodeMirror:
         self.n = n
 
     def _reread(self, conn: apsw.Connection, rids: list[int]) -> None:
-        found: dict[int, tuple[Any, ...]] = {}
-        for start in range(0, len(rids), 500):
-            part = rids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for row in conn.execute(f"SELECT {_COLUMNS} FROM nodes WHERE rid IN ({marks})",
-                                    part):
-                found[int(row[0])] = row
+        found: dict[int, tuple[Any, ...]] = {
+            int(row[0]): row for row in rows_in(
+                conn, f"SELECT {_COLUMNS} FROM nodes WHERE rid IN ({{marks}})", rids)}
         fresh: list[tuple[Any, ...]] = []
         for rid in sorted(rids):
             self._tags.pop(rid, None)
@@ -217,13 +213,10 @@ class NodeMirror:
                 out[rid] = got
         if missing:
             found: dict[int, list[tuple[int, float]]] = {rid: [] for rid in missing}
-            for start in range(0, len(missing), 500):
-                part = missing[start:start + 500]
-                marks = ",".join("?" * len(part))
-                for rid, tid, weight in conn.execute(
-                        f"SELECT rid, tid, weight FROM node_tags WHERE rid IN ({marks}) "
-                        f"ORDER BY rid, weight DESC, tid", part):
-                    found[rid].append((tid, weight))
+            for rid, tid, weight in rows_in(
+                    conn, "SELECT rid, tid, weight FROM node_tags WHERE rid IN ({marks}) "
+                          "ORDER BY rid, weight DESC, tid", missing):
+                found[rid].append((tid, weight))
             if len(self._tags) + len(found) > _TAGS_KEEP:
                 self._tags.clear()
             for rid, pairs in found.items():

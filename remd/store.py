@@ -14,7 +14,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -120,6 +120,17 @@ def int_scalar(conn: apsw.Connection, sql: str) -> int:
     is: for reads inside a snapshot the caller already holds (``max(seq)`` of a change log)."""
     row = conn.execute(sql).fetchone()
     return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+_IN_CHUNK = 500  # ids bound per statement by rows_in
+
+
+def rows_in(conn: apsw.Connection, sql: str, ids: Sequence[int]) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql`` for ``ids``, bound as the ``IN ({marks})`` list it holds, in
+    statements of at most 500 ids (orderings in ``sql`` hold within each statement)."""
+    for start in range(0, len(ids), _IN_CHUNK):
+        part = list(ids[start:start + _IN_CHUNK])
+        yield from conn.execute(sql.format(marks=",".join("?" * len(part))), part)
 
 
 def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:

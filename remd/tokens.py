@@ -81,16 +81,17 @@ class TokenCounter:
         join's count is the sum of the texts' counts plus, at each seam, what the separator
         and the end of the text before it become together. That holds when the seam is
         local: the separator ends with a line break and the next text starts with a letter or
-        digit (no piece of either shipped encoding runs from a line break into a letter or
-        digit, and a letter or digit can't be glued to a line break before it), and the text
-        before ends in ASCII after its last letter or digit (the piece holding that character
-        ends with it; a combining mark after it would not). Anything else is counted whole.
+        digit (no piece of either shipped encoding, the only ones a counter can have, runs
+        from a line break into a letter or digit, and a letter or digit can't be glued to a
+        line break before it), and the text before ends in ASCII after its last letter or
+        digit (the piece holding that character ends with it; a combining mark after it would
+        not). Anything else is counted whole.
         """
         if len(texts) != len(counts):
             raise ValueError("one count per text")
         if not texts:
             return 0
-        if not sep.endswith(("\n", "\r")) or self.name not in _SHIPPED:
+        if not sep.endswith(("\n", "\r")):
             return self.count(sep.join(texts))
         total = sum(counts)
         for before, after in pairwise(texts):
