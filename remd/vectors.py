@@ -60,16 +60,6 @@ def write_vectors(conn: apsw.Connection, namespace: str, rids: Sequence[int],
          for i, rid in enumerate(rids)])
 
 
-def _popcount_u64(x: U64) -> npt.NDArray[np.uint8]:
-    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
-        out: npt.NDArray[np.uint8] = np.bitwise_count(x)
-        return out
-    table = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-    counts: npt.NDArray[np.uint8] = table[x.view(np.uint8)].reshape(-1, 8).sum(
-        axis=1, dtype=np.uint8)
-    return counts
-
-
 class BitIndex:
     """The sign bits of one namespace's embeddings, in memory, in rid order.
 
@@ -193,23 +183,61 @@ def _nearest(planes: U64, q: U64, lo: int, hi: int, n: int
     size = hi - lo
     if n >= size:
         pos = np.arange(lo, hi, dtype=np.int64)
-    else:
-        dist = np.zeros(size, np.uint16)
-        buf = np.empty(size, np.uint64)
+        d = np.zeros(len(pos), np.uint16)
         for j in range(_WORDS):
-            np.bitwise_xor(planes[j, lo:hi], q[j], out=buf)
-            dist += _popcount_u64(buf)
-        # Distances are small integers (0..384): a histogram finds the cut-off in O(n),
-        # cheaper than argpartition over a million rows.
-        hist = np.bincount(dist, minlength=DIM + 1)
-        cut = int(np.searchsorted(np.cumsum(hist), n))
+            d += np.bitwise_count(planes[j, pos] ^ q[j])
+        return pos, d
+    dist = _distances(planes, q, lo, hi)
+    # The cut-off distance: every vector closer than it, and the first (by position) of those
+    # at it. Finding it over all of dist costs a histogram pass; over a large range, a sample
+    # suggests a bound that a few times n vectors are within, and only those are looked at.
+    # The bound is checked (at least n within), so the result is the same either way.
+    cand: npt.NDArray[np.int64] | None = None
+    if size >= _SAMPLE_MIN:
+        sample = np.sort(dist[:: max(1, size // _SAMPLE)])
+        bound = sample[min(len(sample) - 1, 4 * n * len(sample) // size + 8)]
+        cand = np.flatnonzero(dist <= bound)
+        if len(cand) < n:
+            cand = None
+    if cand is None:
+        cut = _cut_off(dist, n)
         below = np.flatnonzero(dist < cut)
         at = np.flatnonzero(dist == cut)[: n - len(below)]
-        pos = np.sort(np.concatenate([below, at])) + lo
-    d = np.zeros(len(pos), np.uint16)
-    for j in range(_WORDS):
-        d += _popcount_u64(planes[j, pos] ^ q[j])
-    return pos, d
+    else:
+        sub = dist[cand]
+        cut = _cut_off(sub, n)
+        below = cand[sub < cut]
+        at = cand[sub == cut][: n - len(below)]
+    pos = np.sort(np.concatenate([below, at]))
+    return pos + lo, dist[pos]
+
+
+def _distances(planes: U64, q: U64, lo: int, hi: int) -> npt.NDArray[np.uint16]:
+    """Hamming distance of positions [lo, hi) to q: one contiguous XOR + popcount pass per
+    plane, summed a byte at a time over three planes (at most 192) and widened once."""
+    size = hi - lo
+    buf = np.empty(size, np.uint64)
+    spare = np.empty(size, np.uint8)
+    halves = []
+    for first in (0, _WORDS // 2):
+        acc = np.empty(size, np.uint8)
+        for j in range(first, first + _WORDS // 2):
+            np.bitwise_xor(planes[j, lo:hi], q[j], out=buf)
+            if j == first:
+                np.bitwise_count(buf, out=acc)
+            else:
+                np.bitwise_count(buf, out=spare)
+                acc += spare
+        halves.append(acc)
+    dist: npt.NDArray[np.uint16] = np.add(halves[0], halves[1], dtype=np.uint16)
+    return dist
+
+
+def _cut_off(dist: npt.NDArray[np.uint16], n: int) -> int:
+    """The smallest distance that at least n of ``dist`` are within. Distances are small
+    integers (0..384): a histogram finds it in O(len), cheaper than a partition."""
+    hist = np.bincount(dist, minlength=DIM + 1)
+    return int(np.searchsorted(np.cumsum(hist), n))
 
 
 def index_for(store: Store, namespace: str) -> BitIndex:
@@ -273,6 +301,8 @@ class Scan:
 # Below this many vectors the Hamming scan takes well under 0.2 ms: not worth a thread hop.
 _SCAN_THREAD_MIN = 16_384
 _PART_MIN = 65_536  # vectors per part when a scan is split over threads
+_SAMPLE_MIN = 65_536  # from this many vectors a scan finds its cut-off from a sample...
+_SAMPLE = 8_192  # ...of about this many distances
 _pool: dict[str, ThreadPoolExecutor] = {}
 _pool_lock = threading.Lock()
 

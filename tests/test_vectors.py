@@ -9,9 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import remd.vectors as scan
 from remd import Memory
-from remd.vectors import DIM, index_for, knn, write_vectors
+from remd.vectors import DIM, index_for, knn, quantise, write_vectors
 
 NS = "default"
 
@@ -103,3 +107,55 @@ def test_a_split_scan_finds_exactly_what_one_scan_finds() -> None:
         assert len(whole) == 128
         for parts in (2, 3):
             assert index.candidates(q, 128, parts=parts).tolist() == whole.tolist()
+
+
+def _reference_nearest(bits: np.ndarray, q: np.ndarray, lo: int, hi: int, n: int
+                       ) -> tuple[list[int], list[int]]:
+    """The n nearest positions in [lo, hi) by Hamming distance, ties by position: the slow,
+    obvious way (unpacked bits, a stable sort of every distance)."""
+    unpacked = np.unpackbits(bits[lo:hi], axis=1)
+    dist = (unpacked != np.unpackbits(q)).sum(axis=1)
+    order = np.argsort(dist, kind="stable")[:n]
+    pos = np.sort(order)
+    return (pos + lo).tolist(), dist[pos].tolist()
+
+
+def _planes(bits: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(bits.view(np.uint64).T)
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(1, 3000), n=st.integers(1, 400), distinct=st.integers(1, 50),
+       data=st.data())
+def test_the_scan_finds_the_n_nearest_with_ties_by_position(
+        size: int, n: int, distinct: int, data: st.DataObject) -> None:
+    """Whether the cut-off distance comes from the whole range or from a sample (forced
+    here at small sizes), the scan returns exactly the n nearest, ties in position order:
+    few distinct rows make most distances tie."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    rows = quantise(rng.standard_normal((distinct, 384)).astype(np.float32))
+    bits = rows[rng.integers(0, distinct, size=size)]
+    q = rows[rng.integers(0, distinct)] if data.draw(st.booleans()) else quantise(
+        rng.standard_normal(384).astype(np.float32))[0]
+    lo = data.draw(st.integers(0, size - 1))
+    hi = data.draw(st.integers(lo + 1, size))
+    want = _reference_nearest(bits, q, lo, hi, n)
+    planes, qw = _planes(bits), q.view(np.uint64)
+    for sample_min, sample in ((1 << 30, 8192), (1, 64)):  # whole range; sample always
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(scan, "_SAMPLE_MIN", sample_min)
+            mp.setattr(scan, "_SAMPLE", sample)
+            pos, dist = scan._nearest(planes, qw, lo, hi, n)
+        assert (pos.tolist(), dist.tolist()) == want
+
+
+def test_a_large_scan_with_many_ties_finds_the_n_nearest() -> None:
+    """Past _SAMPLE_MIN, with most rows repeated (distances tie in long runs)."""
+    rng = np.random.default_rng(9)
+    rows = quantise(rng.standard_normal((40, 384)).astype(np.float32))
+    bits = rows[rng.integers(0, 40, size=scan._SAMPLE_MIN * 2)]
+    planes = _planes(bits)
+    for q in (rows[3], quantise(rng.standard_normal(384).astype(np.float32))[0]):
+        for n in (1, 128, 5000):
+            pos, dist = scan._nearest(planes, q.view(np.uint64), 17, len(bits), n)
+            assert (pos.tolist(), dist.tolist()) == _reference_nearest(bits, q, 17, len(bits), n)
