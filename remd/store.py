@@ -55,6 +55,7 @@ MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("0004_node_tags_live", _migration_sql("0004_node_tags_live")),  # live rows of a tag
     ("0005_tag_log", _migration_sql("0005_tag_log")),  # tags changed, for the graph cache
     ("0006_node_log", _migration_sql("0006_node_log")),  # nodes changed, for the node mirror
+    ("0007_node_tags_rid_cover", _migration_sql("0007_node_tags_rid_cover")),  # tags by memory
 )
 _LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
 # tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.
