@@ -180,36 +180,32 @@ def _nearest(planes: U64, q: U64, lo: int, hi: int, n: int
              ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint16]]:
     """Positions (ascending) in [lo, hi) of the n nearest by Hamming distance, ties by
     position, and their distances."""
+    dist = _distances(planes, q, lo, hi)
     size = hi - lo
     if n >= size:
-        pos = np.arange(lo, hi, dtype=np.int64)
-        d = np.zeros(len(pos), np.uint16)
-        for j in range(_WORDS):
-            d += np.bitwise_count(planes[j, pos] ^ q[j])
-        return pos, d
-    dist = _distances(planes, q, lo, hi)
-    # The cut-off distance: every vector closer than it, and the first (by position) of those
-    # at it. Finding it over all of dist costs a histogram pass; over a large range, a sample
-    # suggests a bound that a few times n vectors are within, and only those are looked at.
-    # The bound is checked (at least n within), so the result is the same either way.
-    cand: npt.NDArray[np.int64] | None = None
+        return np.arange(lo, hi, dtype=np.int64), dist
+    # Over a large range, a sample suggests a bound that a few times n vectors are within, and
+    # only those are looked at. The bound is checked (at least n within), so the result is the
+    # one the whole range gives.
     if size >= _SAMPLE_MIN:
         sample = np.sort(dist[:: max(1, size // _SAMPLE)])
         bound = sample[min(len(sample) - 1, 4 * n * len(sample) // size + 8)]
         cand = np.flatnonzero(dist <= bound)
-        if len(cand) < n:
-            cand = None
-    if cand is None:
-        cut = _cut_off(dist, n)
-        below = np.flatnonzero(dist < cut)
-        at = np.flatnonzero(dist == cut)[: n - len(below)]
-    else:
-        sub = dist[cand]
-        cut = _cut_off(sub, n)
-        below = cand[sub < cut]
-        at = cand[sub == cut][: n - len(below)]
-    pos = np.sort(np.concatenate([below, at]))
+        if len(cand) >= n:
+            pos = cand[_select(dist[cand], n)]
+            return pos + lo, dist[pos]
+    pos = _select(dist, n)
     return pos + lo, dist[pos]
+
+
+def _select(dist: npt.NDArray[np.uint16], n: int) -> npt.NDArray[np.int64]:
+    """Indices (ascending) of the n smallest of ``dist``: every one below the cut-off distance
+    and the first of those at it. Distances are small integers (0..384): a histogram finds the
+    cut-off in O(len), cheaper than a partition."""
+    cut = int(np.searchsorted(np.cumsum(np.bincount(dist, minlength=DIM + 1)), n))
+    below = np.flatnonzero(dist < cut)
+    at = np.flatnonzero(dist == cut)[: n - len(below)]
+    return np.sort(np.concatenate([below, at]))
 
 
 def _distances(planes: U64, q: U64, lo: int, hi: int) -> npt.NDArray[np.uint16]:
@@ -231,13 +227,6 @@ def _distances(planes: U64, q: U64, lo: int, hi: int) -> npt.NDArray[np.uint16]:
         halves.append(acc)
     dist: npt.NDArray[np.uint16] = np.add(halves[0], halves[1], dtype=np.uint16)
     return dist
-
-
-def _cut_off(dist: npt.NDArray[np.uint16], n: int) -> int:
-    """The smallest distance that at least n of ``dist`` are within. Distances are small
-    integers (0..384): a histogram finds it in O(len), cheaper than a partition."""
-    hist = np.bincount(dist, minlength=DIM + 1)
-    return int(np.searchsorted(np.cumsum(hist), n))
 
 
 def index_for(store: Store, namespace: str) -> BitIndex:
