@@ -49,7 +49,8 @@ CLUSTERS = 512
 
 
 def vocabulary(size: int) -> list[str]:
-    out, seen = [], set()
+    out: list[str] = []
+    seen: set[str] = set()
     rng = np.random.default_rng(1)
     while len(out) < size:
         word = "".join(rng.choice(SYLLABLES, size=int(rng.integers(2, 5))))
@@ -60,8 +61,9 @@ def vocabulary(size: int) -> list[str]:
 
 
 def zipf_p(n: int, s: float = 1.07) -> npt.NDArray[np.float64]:
-    p = 1.0 / (np.arange(n) + 2.7) ** s
-    return p / p.sum()
+    p = (1.0 / (np.arange(n) + 2.7) ** s).astype(np.float64)
+    out: npt.NDArray[np.float64] = p / p.sum()
+    return out
 
 
 class Corpus:
@@ -76,7 +78,8 @@ class Corpus:
 
     @staticmethod
     def _unit(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        return m / np.linalg.norm(m, axis=1, keepdims=True)
+        out: npt.NDArray[np.float32] = m / np.linalg.norm(m, axis=1, keepdims=True)
+        return out
 
     def chunk(self, start: int, size: int) -> tuple[list[list[int]], npt.NDArray[np.float32]]:
         rng = np.random.default_rng((start + 1) * 7919)
