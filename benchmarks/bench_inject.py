@@ -12,8 +12,10 @@ it. "with embedding" also runs the real MiniLM model on a real question (LoCoMo'
 ../shared/data is there, else a built-in list; the vector it returns is replaced by the
 synthetic one, so the same neighbours are found): that is the end-to-end time an agent sees.
 Each run first loads the indexes and asks ``--queries`` untimed questions (a warm process, as an
-agent's long-running one is); then every timed inject asks a question not asked before in that
-process. Prints markdown tables.
+agent's long-running one is); then, per budget, the bare and "with embedding" questions alternate
+in blocks of 20, and every timed inject asks a question not asked before in that process.
+``--set KEY=VALUE`` changes ``[inject]`` settings (e.g. ``vector_k=0``: no vector seeds, so no
+query embedding either). Prints markdown tables.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -229,12 +232,18 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
+BLOCK = 20  # queries per block; the bare and +embed arms alternate blocks
+
+
 def measure(path: Path, planned: dict[str, npt.NDArray[np.float32]], budgets: Sequence[int],
-            real: Embedder | None, config: Config, count: int) -> list[dict[str, float]]:
-    """One warm-up pass of ``count`` queries (not timed), then ``count`` other queries per
-    budget: every timed inject asks a question the process has not seen, in a process whose
-    caches and page cache are warm (as in a long-running agent)."""
-    emb = QueryEmbedder(planned, real)
+            real: Embedder | None, config: Config, count: int
+            ) -> list[tuple[dict[str, float], dict[str, float]]]:
+    """One warm-up pass of ``count`` queries (not timed), then per budget ``count`` bare and
+    ``count`` +embed queries in alternating blocks of ``BLOCK``, so both arms see the same
+    state of the caches and of the page cache (at 1M the file is still warming for minutes:
+    run one after the other, the second arm came out faster). Every timed inject asks a
+    question the process has not seen. Returns (bare, +embed) rows per budget."""
+    emb = QueryEmbedder(planned, None)
     texts = list(planned)
     rows = []
     with Memory(path, config=config, embedder=emb, clock=lambda: NOW) as mem:
@@ -244,18 +253,24 @@ def measure(path: Path, planned: dict[str, npt.NDArray[np.float32]], budgets: Se
         for text in texts[1:count]:
             mem.inject(text, budgets[0])
         for i, budget in enumerate(budgets):
-            lat, touched, tags, items = [], [], [], []
-            for text in texts[count * (i + 1):count * (i + 2)]:
-                t = time.perf_counter()
-                pack = mem.inject(text, budget)
-                lat.append((time.perf_counter() - t) * 1000)
-                touched.append(pack.memories_touched)
-                tags.append(pack.tags_activated)
-                items.append(len(pack.items))
-            rows.append({"budget": budget, "p50": pct(lat, .5), "p95": pct(lat, .95),
-                         "p99": pct(lat, .99), "touched": statistics.mean(touched),
-                         "tags": statistics.mean(tags), "items": statistics.mean(items),
-                         "load": load})
+            cell = texts[count * (1 + 2 * i):count * (3 + 2 * i)]
+            arms: tuple[dict[str, list[float]], ...] = (defaultdict(list), defaultdict(list))
+            for start in range(0, len(cell), BLOCK):
+                arm = (start // BLOCK) % 2
+                emb.real = real if arm else None
+                for text in cell[start:start + BLOCK]:
+                    t = time.perf_counter()
+                    pack = mem.inject(text, budget)
+                    got = arms[arm]
+                    got["lat"].append((time.perf_counter() - t) * 1000)
+                    got["touched"].append(pack.memories_touched)
+                    got["tags"].append(pack.tags_activated)
+                    got["items"].append(len(pack.items))
+            bare, full = ({"budget": budget, "p50": pct(a["lat"], .5), "p95": pct(a["lat"], .95),
+                           "p99": pct(a["lat"], .99), "touched": statistics.mean(a["touched"]),
+                           "tags": statistics.mean(a["tags"]),
+                           "items": statistics.mean(a["items"]), "load": load} for a in arms)
+            rows.append((bare, full))
     return rows
 
 
@@ -267,15 +282,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
     ap.add_argument("--build-only", action="store_true", help="build the databases and stop")
+    ap.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[],
+                    help="[inject] settings for the timed runs, e.g. vector_k=0")
     args = ap.parse_args(argv)
-    # Each budget replays the same queries: query_cache=0 so every "+embed" ask pays the model.
-    config = Config(inject=InjectConfig(query_cache=0))
+    overrides = dict(kv.split("=", 1) for kv in args.overrides)
+    # query_cache=0 so every "+embed" ask pays the model.
+    config = Config(inject=InjectConfig(query_cache=0, **overrides))
     real = make_embedder(EmbedConfig())
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="remd-bench-inject-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"inject latency — {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{args.queries} queries per cell\n")
+          f"{args.queries} queries per cell"
+          + (f", inject {' '.join(args.overrides)}" if args.overrides else "") + "\n")
     print("| memories | budget | p50 ms | p95 ms | p99 ms | p50 ms +embed | p95 ms +embed "
           "| p99 ms +embed | memories touched | tags activated | items |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -288,21 +307,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.build_only:
             print(f"built {path} in {built:.0f} s", file=sys.stderr)
             continue
-        # Distinct queries for every cell and for the warm-up: the bare and +embed runs use
-        # different ones too, so no timed query was asked before (the term-count and tag
-        # caches would answer a repeated one from memory).
+        # Distinct queries for the warm-up, every cell and both arms, so no timed query was
+        # asked before (the term-count and tag caches would answer a repeated one from memory).
         k = args.queries
-        cells = (1 + len(args.budgets)) * k
-        everything = list(queries(n, 2 * cells, path).items())
-        bare = measure(path, dict(everything[:cells]), args.budgets, None, config, k)
-        full = measure(path, dict(everything[cells:]), args.budgets, real, config, k)
-        for b, f in zip(bare, full, strict=True):
+        rows = measure(path, queries(n, (1 + 2 * len(args.budgets)) * k, path), args.budgets,
+                       real, config, k)
+        for b, f in rows:
             print(f"| {n:,} | {b['budget']:.0f} | {b['p50']:.1f} | {b['p95']:.1f} | "
                   f"{b['p99']:.1f} | {f['p50']:.1f} | {f['p95']:.1f} | {f['p99']:.1f} | "
                   f"{b['touched']:.0f} | {b['tags']:.0f} | {b['items']:.1f} |", flush=True)
         size_mb = path.stat().st_size / 1e6
         notes.append(f"{n:,}: built in {built:.0f} s (0 = reused), file {size_mb:,.0f} MB, "
-                     f"first inject (loads the vector index) {bare[0]['load'] * 1000:.0f} ms")
+                     f"first inject (loads the vector index) {rows[0][0]['load'] * 1000:.0f} ms")
     print()
     for note in notes:
         print(f"- {note}")
