@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -285,9 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[],
                     help="[inject] settings for the timed runs, e.g. vector_k=0")
     args = ap.parse_args(argv)
+    if any("=" not in kv for kv in args.overrides):
+        ap.error("--set takes KEY=VALUE pairs")
     overrides = dict(kv.split("=", 1) for kv in args.overrides)
-    # query_cache=0 so every "+embed" ask pays the model.
-    config = Config(inject=InjectConfig(query_cache=0, **overrides))
+    try:  # query_cache=0 so every "+embed" ask pays the model.
+        config = Config(inject=InjectConfig(query_cache=0, **overrides))
+    except ValidationError as exc:
+        ap.error(f"--set: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
     real = make_embedder(EmbedConfig())
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="remd-bench-inject-"))
     workdir.mkdir(parents=True, exist_ok=True)
