@@ -237,9 +237,9 @@ BLOCK = 20  # queries per block; the bare and +embed arms alternate blocks
 
 
 def measure(path: Path, planned: dict[str, npt.NDArray[np.float32]], budgets: Sequence[int],
-            real: Embedder | None, config: Config, count: int
+            real: Embedder | None, config: Config, count: int, warmup: int
             ) -> list[tuple[dict[str, float], dict[str, float]]]:
-    """One warm-up pass of ``count`` queries (not timed), then per budget ``count`` bare and
+    """One warm-up pass of ``warmup`` queries (not timed), then per budget ``count`` bare and
     ``count`` +embed queries in alternating blocks of ``BLOCK``, so both arms see the same
     state of the caches and of the page cache (at 1M the file is still warming for minutes:
     run one after the other, the second arm came out faster). Every timed inject asks a
@@ -251,10 +251,10 @@ def measure(path: Path, planned: dict[str, npt.NDArray[np.float32]], budgets: Se
         t0 = time.perf_counter()
         mem.inject(texts[0], 64)  # loads the in-process vector index
         load = time.perf_counter() - t0
-        for text in texts[1:count]:
+        for text in texts[1:warmup]:
             mem.inject(text, budgets[0])
         for i, budget in enumerate(budgets):
-            cell = texts[count * (1 + 2 * i):count * (3 + 2 * i)]
+            cell = texts[warmup + count * 2 * i:warmup + count * (2 + 2 * i)]
             arms: tuple[dict[str, list[float]], ...] = (defaultdict(list), defaultdict(list))
             for start in range(0, len(cell), BLOCK):
                 arm = (start // BLOCK) % 2
@@ -280,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     ap.add_argument("--budgets", type=int, nargs="+", default=[256, 1024, 4096])
-    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--queries", type=int, default=200, help="timed per cell and arm")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="untimed questions first (default: --queries)")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
     ap.add_argument("--build-only", action="store_true", help="build the databases and stop")
     ap.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[],
@@ -298,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"inject latency — {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{args.queries} queries per cell"
+          f"{args.queries} queries per cell, "
+          f"{args.warmup if args.warmup is not None else args.queries} untimed first"
           + (f", inject {' '.join(args.overrides)}" if args.overrides else "") + "\n")
     print("| memories | budget | p50 ms | p95 ms | p99 ms | p50 ms +embed | p95 ms +embed "
           "| p99 ms +embed | memories touched | tags activated | items |")
@@ -315,8 +318,9 @@ def main(argv: list[str] | None = None) -> int:
         # Distinct queries for the warm-up, every cell and both arms, so no timed query was
         # asked before (the term-count and tag caches would answer a repeated one from memory).
         k = args.queries
-        rows = measure(path, queries(n, (1 + 2 * len(args.budgets)) * k, path), args.budgets,
-                       real, config, k)
+        warm = max(1, args.warmup if args.warmup is not None else k)
+        rows = measure(path, queries(n, warm + 2 * len(args.budgets) * k, path), args.budgets,
+                       real, config, k, warm)
         for b, f in rows:
             print(f"| {n:,} | {b['budget']:.0f} | {b['p50']:.1f} | {b['p95']:.1f} | "
                   f"{b['p99']:.1f} | {f['p50']:.1f} | {f['p95']:.1f} | {f['p99']:.1f} | "
