@@ -1,6 +1,7 @@
 """Inject latency at 1k, 10k, 100k (and 1M) memories: p50/p95/p99, with and without embedding.
 
     python benchmarks/bench_inject.py [--sizes 1000 10000 100000 1000000] [--queries 200]
+        [--warmup N] [--set vector_k=0 ...]
 
 Each namespace is built with bulk SQL in remd's real schema (a save_many of 1M memories would
 take ~10 minutes of tagging and embedding; inject only reads): Zipf-distributed words (content
@@ -11,9 +12,10 @@ synthetic clustered unit vectors in ``node_vec_bit`` (the table inject reads; th
 it. "with embedding" also runs the real MiniLM model on a real question (LoCoMo's when
 ../shared/data is there, else a built-in list; the vector it returns is replaced by the
 synthetic one, so the same neighbours are found): that is the end-to-end time an agent sees.
-Each run first loads the indexes and asks ``--queries`` untimed questions (a warm process, as an
-agent's long-running one is); then, per budget, the bare and "with embedding" questions alternate
-in blocks of 20, and every timed inject asks a question not asked before in that process.
+Each run first loads the indexes and asks ``--warmup`` (default ``--queries``) untimed
+questions (a warm process, as an agent's long-running one is); then, per budget, the bare and
+"with embedding" questions alternate in blocks of 20, and every timed inject asks a question
+not asked before in that process.
 ``--set KEY=VALUE`` changes ``[inject]`` settings (e.g. ``vector_k=0``: no vector seeds, so no
 query embedding either). Prints markdown tables.
 """
