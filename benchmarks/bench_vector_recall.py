@@ -69,12 +69,13 @@ def main() -> None:
         rids = list(range(1, len(turns) + 1))
         with mem.store.transaction() as conn:
             write_vectors(conn, mem.namespace, rids, vecs)
+        # The exact cosine top-K of each question (rids are positions + 1), for every rerank.
+        truths = [(np.argsort(-(unit @ (q / np.linalg.norm(q))), kind="stable")[:K] + 1).tolist()
+                  for q in queries]
         rows = []
         for rerank in args.reranks:
             kept: dict[int, list[float]] = {k: [] for k in TOPS}
-            for q in queries:
-                qu = q / np.linalg.norm(q)
-                true = (np.argsort(-(unit @ qu), kind="stable")[:K] + 1).tolist()
+            for q, true in zip(queries, truths, strict=True):
                 found = [rid for rid, _ in knn(mem.store, mem.namespace, q, K,
                                                rerank=rerank)[:K]]
                 for k in TOPS:
