@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from remd import Memory
-from remd.exchange import import_lines, iso
+from remd.exchange import iso
 
 DAY = 86400.0
 NOW = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
@@ -110,7 +110,7 @@ def main() -> None:
     path, copy = tmp / "rem.db", tmp / "before.db"
     t0 = time.perf_counter()
     with Memory(path, clock=lambda: NOW) as m:
-        import_lines(m, lines)
+        m.import_lines(lines)
     setup = time.perf_counter() - t0
     shutil.copy(path, copy)
     sample = random.Random(args.seed).sample(range(len(topics)), min(args.queries, len(topics)))

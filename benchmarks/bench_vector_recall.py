@@ -27,15 +27,24 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from remd import Memory  # noqa: E402
+from remd import (
+    Memory,  # noqa: E402
+    vectors,  # noqa: E402
+)
 from remd.config import EmbedConfig  # noqa: E402
 from remd.embed import make_embedder  # noqa: E402
-from remd.vectors import knn, write_vectors  # noqa: E402
+from remd.vectors import write_vectors  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 K = 32
 TOPS = (1, 5, 32)
 
+
+
+def _knn(mem: Memory, query: np.ndarray, k: int, *, rerank: int) -> list[tuple[int, float]]:
+    """The Hamming pre-filter and cosine rerank, as inject and Memory.nearest run them."""
+    with mem.engine.caches.use(mem.namespace) as view, mem.store.snapshot() as conn:
+        return vectors.knn(view.bits, conn, query, k, rerank=rerank)
 
 def load(questions: int) -> tuple[list[str], list[str]]:
     """LoCoMo's turns (all conversations) and an even sample of its questions."""
@@ -76,7 +85,7 @@ def main() -> None:
         for rerank in args.reranks:
             kept: dict[int, list[float]] = {k: [] for k in TOPS}
             for q, true in zip(queries, truths, strict=True):
-                found = [rid for rid, _ in knn(mem.store, mem.namespace, q, K,
+                found = [rid for rid, _ in _knn(mem, q, K,
                                                rerank=rerank)[:K]]
                 for k in TOPS:
                     kept[k].append(len(set(true[:k]) & set(found[:k])) / k)

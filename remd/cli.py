@@ -16,7 +16,7 @@ import click
 
 from remd.config import Config, load_config
 from remd.errors import RemdError
-from remd.exchange import export_lines, import_lines, node_to_dict
+from remd.exchange import node_to_dict
 from remd.memory import Memory
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -195,7 +195,7 @@ def stats(c: Ctx, as_json: bool) -> None:
 def export_cmd(c: Ctx) -> None:
     """Write the namespace as JSON lines to stdout."""
     with c.memory(embedder=None) as m:
-        for line in export_lines(m):
+        for line in m.export_lines():
             click.echo(line)
 
 
@@ -205,7 +205,7 @@ def export_cmd(c: Ctx) -> None:
 def import_cmd(c: Ctx, file: Any) -> None:
     """Read JSON lines (from `remd export`, or your own) from FILE or '-'."""
     with c.memory() as m:
-        result = import_lines(m, file)
+        result = m.import_lines(file)
     click.echo(f"imported {result.imported}, skipped {result.skipped} already present, "
                f"{result.edges} edges")
 

@@ -36,6 +36,18 @@ class StoreConfig(_Section):
     checkpoint_pages: int = Field(1000, ge=0, description=(
         "WAL pages after which a background thread checkpoints (remd/store.py Checkpointer); "
         "0 leaves it to SQLite, inside the commit that crosses 1000 pages"))
+    max_connections: int = Field(4, ge=1, le=64, description=(
+        "connections to the file one process keeps at most, shared by every namespace and "
+        "thread (each holds ~3 file descriptors and SQLite's page cache)"))
+    pool_wait_ms: int = Field(5000, ge=0, description=(
+        "how long a caller waits for a free connection before PoolExhausted (busy)"))
+
+
+class EngineConfig(_Section):
+    cache_mb: float = Field(512.0, ge=0, description=(
+        "memory the process's in-process caches of one file may hold (tag graph, node "
+        "mirror, bit index, per namespace); least recently used namespaces are dropped past "
+        "it. A namespace of 1M memories needs ~200 MB; a small one a few KB"))
 
 
 class EmbedConfig(_Section):
@@ -192,7 +204,11 @@ class DaemonConfig(_Section):
         "bearer token every HTTP request but /healthz must carry; unset: no auth"))
     http_max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body")
     http_pool_keep: int = Field(4, ge=1, description=(
-        "idle database connections kept per namespace for HTTP requests"))
+        "no longer used (accepted so older config files still load): every namespace now "
+        "shares the engine's pool, store.max_connections"))
+    backlog_per_tick: int = Field(256, ge=0, description=(
+        "memories of the embedding backlog (saved while the embedder was down, or left by an "
+        "interrupted bulk save) each tick embeds at most; 0: none"))
     log_format: Literal["auto", "json", "console"] = Field("auto", description=(
         "auto: console text on a terminal, JSON lines otherwise"))
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description=(
@@ -250,6 +266,7 @@ def _is_loopback(host: str) -> bool:
 
 class Config(_Section):
     store: StoreConfig = StoreConfig()
+    engine: EngineConfig = EngineConfig()
     embed: EmbedConfig = EmbedConfig()
     tags: TagConfig = TagConfig()
     inject: InjectConfig = InjectConfig()

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -32,13 +33,22 @@ from remd.tagging import normalise_tag
 from remd.vectors import write_vectors
 
 if TYPE_CHECKING:
-    from remd.memory import Memory
+    from remd.engine import Engine
 
 log = structlog.get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]]]
 Answer = SynthesisAnswer | LLMError | InvalidInput
+
+
+class ClusterStatus(StrEnum):
+    """What became of a cluster (``rem_clusters.status``; ``started`` is only the progress
+    event sent before the first cluster)."""
+
+    STARTED = "started"
+    COMMITTED = "committed"
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,10 +92,10 @@ def coverage(answer: SynthesisAnswer, fragments: Sequence[Fragment]) -> float:
 class ClusterWriter:
     """Commits one cluster per transaction (see the module docstring, step 4)."""
 
-    def __init__(self, memory: Memory, run_id: str, now: float, members: Members,
-                 heartbeat: Callable[[apsw.Connection], None]) -> None:
-        self.memory = memory
-        self.ns = memory.namespace
+    def __init__(self, engine: Engine, namespace: str, run_id: str, now: float,
+                 members: Members, heartbeat: Callable[[apsw.Connection], None]) -> None:
+        self.engine = engine
+        self.ns = namespace
         self.run_id = run_id
         self.now = now
         self.m = members
@@ -103,7 +113,7 @@ class ClusterWriter:
                  for k in members]
         ids = [m.ids[k] for k in members]
         marks = ",".join("?" * len(ids))
-        edges = self.memory.store.query(
+        edges = self.engine.store.query(
             f"SELECT src, dst, type FROM edges WHERE namespace = ? AND live = 1 "
             f"AND type IN ({','.join('?' * len(_CAUSAL_TYPES))}) "
             f"AND src IN ({marks}) AND dst IN ({marks}) ORDER BY eid",
@@ -119,10 +129,10 @@ class ClusterWriter:
             reason = f"{type(answer).__name__}: {answer}"
         else:
             cov = coverage(answer, frags)
-            if cov < self.memory.config.rem.min_coverage:
+            if cov < self.engine.config.rem.min_coverage:
                 reason = (f"synthesis keeps {cov:.0%} of the members' names and numbers "
-                          f"(< {self.memory.config.rem.min_coverage:.0%})")
-        with self.memory.store.transaction() as conn:
+                          f"(< {self.engine.config.rem.min_coverage:.0%})")
+        with self.engine.store.transaction() as conn:
             rows = conn.execute(
                 f"SELECT rid, id, status, importance, deprecated_by, confidence FROM nodes "
                 f"WHERE rid IN ({','.join('?' * len(members))}) ORDER BY rid",
@@ -133,13 +143,14 @@ class ClusterWriter:
             before = [{"id": r[1], "status": r[2], "importance": r[3], "deprecated_by": r[4]}
                       for r in rows]
             synthesis_id = None
+            status = ClusterStatus.SKIPPED if reason else ClusterStatus.COMMITTED
             if reason is None:
                 assert isinstance(answer, SynthesisAnswer)
                 synthesis_id = self._commit(conn, rows, answer, members)
             conn.execute(
                 "INSERT INTO rem_clusters (run_id, cluster_no, status, synthesis_id, members, "
                 "reason) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.run_id, no, "skipped" if reason else "committed", synthesis_id,
+                (self.run_id, no, status.value, synthesis_id,
                  json.dumps(before), reason))
             conn.execute(
                 "UPDATE rem_runs SET synthesised = synthesised + ?, skipped = skipped + ? "
@@ -148,12 +159,12 @@ class ClusterWriter:
         if reason:
             log.warning("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
                         cluster=no, size=len(members), reason=reason)
-        return {"cluster_no": no, "status": "skipped" if reason else "committed",
+        return {"cluster_no": no, "status": status,
                 "size": len(members), "synthesis_id": synthesis_id, "reason": reason}
 
     def _commit(self, conn: apsw.Connection, rows: list[tuple[Any, ...]],
                 answer: SynthesisAnswer, members: list[int]) -> str:
-        cfg = self.memory.config.rem
+        cfg = self.engine.config.rem
         rids = [int(r[0]) for r in rows]
         ids = [r[1] for r in rows]
         mean_imp = float(np.mean([r[3] for r in rows]))
@@ -167,7 +178,7 @@ class ClusterWriter:
             "last_access, access_count, confidence, importance, tokens, rem_run) "
             "VALUES (?, ?, 'synthesis', ?, ?, 'live', ?, ?, 0, ?, ?, ?, ?) RETURNING rid",
             (sid, self.ns, content, f"rem:{self.run_id}", self.now, self.now, confidence,
-             importance, self.memory.counter.count(content), self.run_id)).fetchone()
+             importance, self.engine.counter.count(content), self.run_id)).fetchone()
         rid = int(row[0])
         conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, content))
         self._tags(conn, rid, rids, answer)
@@ -183,8 +194,6 @@ class ClusterWriter:
             norm = float(np.linalg.norm(centroid))
             if norm > 0:
                 vec = (centroid / norm).astype(np.float32)
-                conn.execute("INSERT INTO node_vec (rowid, namespace, embedding) "
-                             "VALUES (?, ?, ?)", (rid, self.ns, vec.tobytes()))
                 write_vectors(conn, self.ns, [rid], vec)
                 conn.execute("UPDATE nodes SET embedded = 1 WHERE rid = ?", (rid,))
                 return sid
@@ -206,7 +215,7 @@ class ClusterWriter:
         n = max(self.m.live_before, 1)
         df = {r[0]: max(int(r[3]), 1) for r in rows}
         ranked = sorted(count, key=lambda t: (-count[t] * np.log1p(n / df[t]), t))
-        chosen = ranked[:self.memory.config.rem.synthesis_max_tags]
+        chosen = ranked[:self.engine.config.rem.synthesis_max_tags]
         names = []
         for entity in answer.key_entities:
             try:

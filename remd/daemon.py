@@ -8,13 +8,16 @@ Threads and connections:
   wakes the loop), and the loop does the rest — stop, SIGHUP reload, sd_notify watchdog pings.
 - One **scheduler thread** (APScheduler ``BackgroundScheduler`` with a single worker, one
   interval job, ``max_instances=1``, ``coalesce=True``) calls :meth:`Daemon.tick`. A tick
-  walks the namespaces one after the other, so at most one REM cycle runs at a time in this
-  process; the REM run's own lease in ``rem_runs`` keeps other processes off the namespace.
-  The scheduler keeps one :class:`~remd.memory.Memory` per namespace (one connection each,
-  used only by that thread) and all of them share one embedder.
-- With ``--http``, uvicorn serves the API on its own thread (same process); requests lease
-  their own Memory from a :class:`MemoryPool`, so an agent's read never waits on the
-  daemon's connection, and WAL keeps readers and the REM writer out of each other's way.
+  evaluates every namespace's triggers with a few grouped queries
+  (:func:`remd.triggers.evaluate_all`), embeds a bounded batch of the embedding backlog, and
+  runs REM in the namespaces whose triggers fire, one after the other, so at most one REM
+  cycle runs at a time in this process; the REM run's own lease in ``rem_runs`` keeps other
+  processes off the namespace.
+- With ``--http``, uvicorn serves the API on its own thread (same process).
+- Everything goes through one engine (:mod:`remd.engine`, held by a
+  :class:`~remd.serving.EngineHost`): one bounded connection pool and one set of caches for
+  every namespace, so the process's connections, threads and memory follow the work, not the
+  number of namespaces. WAL keeps readers and the REM writer out of each other's way.
 
 Stopping: SIGTERM/SIGINT set the stop event that REM checks between clusters (``should_stop``),
 so a cycle in flight finishes its current cluster, leaves the others untouched and records
@@ -24,37 +27,38 @@ itself as interrupted; the scheduler is then shut down waiting for that, and the
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import select
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from urllib.parse import urlsplit
 
 import structlog
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
-from pydantic import SecretStr
 
+from remd.backlog import embed_pending
 from remd.config import Config, load_config
-from remd.embed import Embedder, make_embedder
+from remd.consolidate import ClusterStatus
+from remd.embed import Embedder
+from remd.engine import Engine
 from remd.errors import ConfigError, Conflict, DatabaseLocked, RemdError, StoreError
 from remd.ingest import check_namespace
 from remd.logs import configure_logging
-from remd.memory import Memory
 from remd.notify import Notifier
-from remd.rem import ClusterOutcome, RunStatus
+from remd.rem import ClusterOutcome, RunStatus, run_rem
+from remd.serving import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
-from remd.triggers import TriggerReport, evaluate
+from remd.triggers import TriggerReport, evaluate_all
 
 log = structlog.get_logger("remd.daemon")
 
@@ -62,103 +66,24 @@ JOB_ID = "remd-tick"
 _MAX_LOOP_WAIT = 5.0  # seconds the main loop sleeps at most between housekeeping checks
 
 
-# -- a pool of Memory objects for the front ends ----------------------------------------------
-class MemoryPool:
-    """Memory objects leased exclusively, one per request, per namespace.
-
-    A Memory serialises its own calls (one connection, one lock), so sharing one between
-    concurrent requests would queue them behind each other; leasing gives each request its own
-    connection, and up to ``keep`` idle ones per namespace are kept for the next requests.
-    All of them share one embedder (loading the model is the expensive part).
-    """
-
-    def __init__(self, db: str | Path, config: Config, *, embedder: Embedder | None,
-                 clock: Callable[[], float] = time.time, keep: int = 4) -> None:
-        self.db = str(db)
-        self.clock = clock
-        self.keep = keep
-        self._config = config
-        self._embedder = embedder
-        self._lock = threading.Lock()
-        self._free: dict[str, list[Memory]] = {}
-        self._generation = 0
-        self._closed = False
-
-    @property
-    def config(self) -> Config:
-        return self._config
-
-    @contextlib.contextmanager
-    def lease(self, namespace: str) -> Iterator[Memory]:
-        """A Memory on ``namespace`` for the duration of the block.
-
-        Raises InvalidInput for a bad namespace, StoreError if the file can't be opened.
-        """
-        ns = check_namespace(namespace)
-        with self._lock:
-            free = self._free.get(ns)
-            mem = free.pop() if free else None
-            generation, config, embedder = self._generation, self._config, self._embedder
-        if mem is None:
-            mem = Memory(self.db, ns, config=config, embedder=embedder, clock=self.clock)
-        try:
-            yield mem
-        finally:
-            with self._lock:
-                keep = (not self._closed and generation == self._generation
-                        and len(self._free.setdefault(ns, [])) < self.keep)
-                if keep:
-                    self._free[ns].append(mem)
-            if not keep:
-                mem.close()
-
-    def reconfigure(self, config: Config, embedder: Embedder | None) -> None:
-        """Use ``config`` for new leases; idle Memory objects of the old config are closed
-        (leased ones are closed when they come back)."""
-        with self._lock:
-            self._config, self._embedder = config, embedder
-            self._generation += 1
-            idle = [m for free in self._free.values() for m in free]
-            self._free.clear()
-        for mem in idle:
-            mem.close()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            idle = [m for free in self._free.values() for m in free]
-            self._free.clear()
-        for mem in idle:
-            mem.close()
-
-
-def log_secrets(config: Config) -> list[str]:
-    """The values the logs must never show: the LLM and embedder keys, the bearer token and
-    any password written into a base URL (``https://user:pass@host/v1``)."""
-    found: list[SecretStr | str | None] = [config.daemon.http_token]
-    for key, url in ((config.llm.api_key, config.llm.base_url),
-                     (config.embed.api_key, config.embed.base_url)):
-        found.append(key)
-        if url:
-            with contextlib.suppress(ValueError):  # a malformed URL has no password to hide
-                found.append(urlsplit(url).password)
-    return [s.get_secret_value() if isinstance(s, SecretStr) else s for s in found if s]
-
-
-def shared_embedder(config: Config) -> Embedder | None:
-    """The configured embedder, loaded once for every Memory of the process (None if off)."""
-    return make_embedder(config.embed)
-
-
 # -- what a tick did ---------------------------------------------------------------------------
+class TickOutcome(StrEnum):
+    """What a tick did in one namespace."""
+
+    QUIET = "quiet"  # no trigger fired
+    RAN = "ran"  # a REM run completed
+    INTERRUPTED = "interrupted"  # a stop was requested mid-cycle
+    BUSY = "busy"  # another process is consolidating it
+    FAILED = "failed"
+
+
 @dataclass(frozen=True, kw_only=True)
 class NamespaceTick:
-    """One namespace at one tick. ``outcome``: quiet (no trigger), ran, interrupted (stop
-    requested mid-cycle), busy (another process is consolidating it), failed."""
+    """One namespace at one tick."""
 
     namespace: str
     fired: tuple[str, ...]
-    outcome: str
+    outcome: TickOutcome
     run_id: str | None = None
     error: str | None = None
 
@@ -169,6 +94,7 @@ class TickReport:
     namespaces: tuple[NamespaceTick, ...] = ()
     busy: bool = False  # the previous tick was still running
     stopped: bool = False  # a stop was requested before every namespace was seen
+    embedded: int = 0  # memories of the embedding backlog embedded by this tick
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -208,20 +134,18 @@ class Daemon:
         self.clock = clock
         self.env = os.environ if env is None else env
         self._embedder = shared_embedder(config) if embedder is True else (embedder or None)
-        self._memories: dict[str, Memory] = {}
         self._stop = threading.Event()
         self._tick_lock = threading.Lock()
         self._pending_config: Config | None = None
         self._signals = _Signals()
-        self._wake_r, self._wake_w = os.pipe()
-        for fd in (self._wake_r, self._wake_w):
-            os.set_blocking(fd, False)
         self.notifier = Notifier(self.env)
         self.scheduler: BackgroundScheduler | None = None
         self.http: Any = None  # remd.http.HttpServer when serving HTTP
-        self.pool: MemoryPool | None = None
         # Open the file now: a bad path or a newer schema is reported at start, not at a tick.
-        self._memory(self.default_namespace)
+        self.host = EngineHost(self.db, config, embedder=self._embedder, clock=clock)
+        self._wake_r, self._wake_w = os.pipe()
+        for fd in (self._wake_r, self._wake_w):
+            os.set_blocking(fd, False)
         # One synthesiser (so one LLM client and its kept-alive connections) for every run of
         # the daemon's life; replaced only when a reload changes what it is made from.
         self._synth: LLMSynthesiser | OfflineSynthesiser = make_synthesiser(
@@ -229,23 +153,17 @@ class Daemon:
         self._synth_settings = (config.llm, config.rem.offline_density)
 
     # -- the unit of work ------------------------------------------------------------------
-    def _memory(self, namespace: str) -> Memory:
-        mem = self._memories.get(namespace)
-        if mem is None:
-            mem = Memory(self.db, namespace, config=self.config, embedder=self._embedder,
-                         clock=self.clock)
-            self._memories[namespace] = mem
-        return mem
-
     def namespaces(self) -> list[str]:
         """Every namespace that has memories in the file, sorted."""
-        store = self._memory(self.default_namespace).store
-        return [r[0] for r in store.query("SELECT DISTINCT namespace FROM nodes ORDER BY 1")]
+        with self.host.lease() as engine:
+            return [r[0] for r in engine.store.query(
+                "SELECT DISTINCT namespace FROM nodes ORDER BY 1")]
 
     def tick(self, now: float | None = None) -> TickReport:
-        """Evaluate every namespace's triggers at ``now`` (default: the clock) and run REM
-        where one fires, one namespace after the other. Never runs two cycles at once: a tick
-        that finds the previous one still running returns ``busy`` at once.
+        """Evaluate every namespace's triggers at ``now`` (default: the clock), embed a bounded
+        batch of the embedding backlog, and run REM where a trigger fires, one namespace after
+        the other. Never runs two cycles at once: a tick that finds the previous one still
+        running returns ``busy`` at once.
 
         Errors of one namespace are logged and do not stop the others.
         """
@@ -255,64 +173,82 @@ class Daemon:
             return TickReport(now=at, busy=True)
         try:
             self._apply_pending_config()
-            try:
-                names = self.namespaces()
-            except StoreError as exc:
-                log.warning("tick.failed", error=str(exc))
-                return TickReport(now=at)
-            done: list[NamespaceTick] = []
-            for ns in names:
-                if self._stop.is_set():
-                    break
-                done.append(self._tick_namespace(ns, at))
-            return TickReport(now=at, namespaces=tuple(done),
-                              stopped=len(done) < len(names))
+            with self.host.lease() as engine:
+                return self._tick(engine, at)
         finally:
             self._tick_lock.release()
 
-    def _tick_namespace(self, ns: str, at: float) -> NamespaceTick:
-        mem = self._memory(ns)
+    def _tick(self, engine: Engine, at: float) -> TickReport:
+        started = time.perf_counter()
         try:
-            report = evaluate(mem, at)
+            reports = evaluate_all(engine, at)
         except StoreError as exc:
-            log.warning("triggers.failed", namespace=ns, error=str(exc))
-            return NamespaceTick(namespace=ns, fired=(), outcome="failed", error=str(exc))
-        fired = tuple(r.value for r in report.fired)
-        log.info("triggers.evaluated", namespace=ns, fired=list(fired),
-                 **{c.reason.value: c.value for c in report.checks})
-        if not report.should_run:
-            return NamespaceTick(namespace=ns, fired=fired, outcome="quiet")
-        return self._run(mem, report, at)
+            log.warning("tick.failed", error=str(exc))
+            return TickReport(now=at)
+        embedded = self._drain_backlog(engine)
+        done: list[NamespaceTick] = []
+        stopped = False
+        for report in reports:
+            fired = tuple(r.value for r in report.fired)
+            if not report.should_run:
+                done.append(NamespaceTick(namespace=report.namespace, fired=fired,
+                                          outcome=TickOutcome.QUIET))
+                continue
+            if self._stop.is_set():
+                stopped = True
+                break
+            log.info("triggers.fired", namespace=report.namespace, fired=list(fired),
+                     **{c.reason.value: c.value for c in report.checks})
+            done.append(self._run(engine, report, at))
+        # One line per tick, whatever the number of namespaces: the quiet ones are counted.
+        log.info("tick.evaluated", namespaces=len(reports),
+                 fired=sum(1 for t in done if t.fired), runs=sum(1 for t in done if t.run_id),
+                 embedded=embedded, seconds=round(time.perf_counter() - started, 3))
+        return TickReport(now=at, namespaces=tuple(done), stopped=stopped, embedded=embedded)
 
-    def _run(self, mem: Memory, report: TriggerReport, at: float) -> NamespaceTick:
-        ns = mem.namespace
+    def _drain_backlog(self, engine: Engine) -> int:
+        """Embed up to ``daemon.backlog_per_tick`` memories saved without a vector (saved while
+        the embedder was down, or the rest of an interrupted bulk save), oldest first."""
+        limit = self.config.daemon.backlog_per_tick
+        if limit <= 0 or engine.embedder is None:
+            return 0
+        try:
+            return embed_pending(engine, None, limit=limit)
+        except StoreError as exc:  # the next tick tries again
+            log.warning("backlog.failed", error=str(exc))
+            return 0
+
+    def _run(self, engine: Engine, report: TriggerReport, at: float) -> NamespaceTick:
+        ns = report.namespace
         fired = tuple(r.value for r in report.fired)
         reason = report.fired[0]
         log.info("rem.started", namespace=ns, trigger=reason.value, fired=list(fired))
         started = time.perf_counter()
         try:
-            run = mem.run_rem(trigger=reason, now=at, should_stop=self._stop.is_set,
-                              synthesiser=self._synth,
-                              progress=_ClusterLog(ns, self.on_cluster))
+            run = run_rem(engine, ns, trigger=reason, now=at, should_stop=self._stop.is_set,
+                          synthesiser=self._synth, progress=_ClusterLog(ns, self.on_cluster))
         except (Conflict, DatabaseLocked) as exc:
             # Another process is consolidating this namespace (or holds the write lock past
             # every retry): its turn now, ours at a later tick.
             log.info("rem.busy", namespace=ns, reason=str(exc))
-            return NamespaceTick(namespace=ns, fired=fired, outcome="busy", error=str(exc))
+            return NamespaceTick(namespace=ns, fired=fired, outcome=TickOutcome.BUSY,
+                                 error=str(exc))
         except RemdError as exc:
             log.error("rem.failed", namespace=ns, error=str(exc), error_type=type(exc).__name__)
-            return NamespaceTick(namespace=ns, fired=fired, outcome="failed", error=str(exc))
+            return NamespaceTick(namespace=ns, fired=fired, outcome=TickOutcome.FAILED,
+                                 error=str(exc))
         except Exception as exc:  # the daemon's boundary: a bug in one namespace
             # must neither stop the process nor starve the namespaces after it at every tick.
             log.exception("rem.crashed", namespace=ns, error_type=type(exc).__name__)
-            return NamespaceTick(namespace=ns, fired=fired, outcome="failed",
+            return NamespaceTick(namespace=ns, fired=fired, outcome=TickOutcome.FAILED,
                                  error=f"{type(exc).__name__}: {exc}")
         log.info("cycle.finished", namespace=ns, trigger=reason.value, run_id=run.run_id,
                  status=run.status.value, flagged=run.flagged, clusters=run.clusters,
                  synthesised=run.synthesised, skipped=run.skipped,
                  live_before=run.live_before, live_after=run.live_after,
                  seconds=round(time.perf_counter() - started, 3), timings=run.timings)
-        outcome = "interrupted" if run.status is RunStatus.INTERRUPTED else "ran"
+        outcome = (TickOutcome.INTERRUPTED if run.status is RunStatus.INTERRUPTED
+                   else TickOutcome.RAN)
         return NamespaceTick(namespace=ns, fired=fired, outcome=outcome, run_id=run.run_id)
 
     # -- configuration ----------------------------------------------------------------------
@@ -332,12 +268,14 @@ class Daemon:
             configure_logging(d.log_format, d.log_level, secrets=log_secrets(config))
         if config.embed != old.embed:
             self._embedder = shared_embedder(config)
-        # The scheduler thread swaps its Memory objects itself, between two ticks.
+        try:  # requests in flight finish on the old engine; new ones use this one
+            self.host.reconfigure(config, self._embedder)
+        except StoreError as exc:
+            log.error("config.reload_failed", error=str(exc))
+        # The scheduler thread swaps its synthesiser itself, between two ticks.
         self._pending_config = config
         if self.scheduler is not None and d.interval_seconds != old.daemon.interval_seconds:
             self.scheduler.reschedule_job(JOB_ID, trigger="interval", seconds=d.interval_seconds)
-        if self.pool is not None:
-            self.pool.reconfigure(config, self._embedder)
         if self.http is not None:
             self.http.set_token(d.http_token)
             if d.http != old.daemon.http:
@@ -351,9 +289,6 @@ class Daemon:
         config, self._pending_config = self._pending_config, None
         if config is None:
             return
-        old, self._memories = self._memories, {}
-        for mem in old.values():
-            mem.close()
         if (config.llm, config.rem.offline_density) != self._synth_settings:
             # On the scheduler thread between two ticks: no cycle is using the old client.
             self._synth.close()
@@ -406,9 +341,7 @@ class Daemon:
         if d.http_address is not None:
             from remd.http import HttpServer, create_app
 
-            self.pool = MemoryPool(self.db, self.config, embedder=self._embedder,
-                                   clock=self.clock, keep=d.http_pool_keep)
-            app = create_app(self.pool, token=d.http_token,
+            app = create_app(self.host, token=d.http_token,
                              default_namespace=self.default_namespace,
                              max_body_bytes=d.http_max_body_bytes)
             self.http = HttpServer(app, *d.http_address)
@@ -471,16 +404,11 @@ class Daemon:
         if self.http is not None:
             self.http.stop()
             self.http = None
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
         self.close()
 
     def close(self) -> None:
-        """Release the connections, the LLM client and the wake-up pipe (idempotent)."""
-        for mem in self._memories.values():
-            mem.close()
-        self._memories.clear()
+        """Release the engine, the LLM client and the wake-up pipe (idempotent)."""
+        self.host.close()
         self._synth.close()
         for fd in (self._wake_r, self._wake_w):
             if fd >= 0:
@@ -507,19 +435,6 @@ class Daemon:
         return 0
 
 
-def freeze_heap() -> None:
-    """Take what a front end allocated while starting (modules, the model, the config: ~50k
-    objects that live as long as the process) out of the garbage collector's full passes.
-
-    A full pass walks every tracked object; on this project's VM that took 50-90 ms, once
-    every few hundred injects, added to whichever request triggered it. Objects made later
-    are collected as before. Long-running front ends only (``remd serve``, ``remd mcp``): a
-    library must not change its host process's collector.
-    """
-    gc.collect()
-    gc.freeze()
-
-
 # -- what the REM engine reports ---------------------------------------------------------------
 def _skip_max_instances(record: logging.LogRecord) -> bool:
     return "maximum number of running instances reached" not in record.getMessage()
@@ -538,7 +453,7 @@ class _ClusterLog:
         self.observer = observer
 
     def __call__(self, event: ClusterOutcome) -> None:
-        if event.status == "committed":
+        if event.status is ClusterStatus.COMMITTED:
             log.debug("rem.cluster_committed", namespace=self.namespace,
                       cluster=event.cluster_no, size=event.size,
                       synthesis_id=event.synthesis_id, done=event.done, total=event.total)

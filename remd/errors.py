@@ -35,6 +35,11 @@ class DatabaseLocked(StoreError, TimeoutError):
     """Another process held the write lock past the busy timeout."""
 
 
+class PoolExhausted(DatabaseLocked):
+    """Every connection of the process's pool stayed leased past ``store.pool_wait_ms``:
+    the process is overloaded; retry later."""
+
+
 class SchemaVersionError(StoreError):
     """The database was written by a newer remd than this one."""
 

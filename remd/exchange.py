@@ -14,17 +14,20 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remd.errors import InvalidInput
 from remd.ids import new_id
-from remd.ingest import Draft, Writer, check_source, check_tags, check_text
-from remd.memory import NODE_COLUMNS, Memory
+from remd.ingest import Draft, Writer, check_source, check_tags, check_text, save_drafts
 from remd.models import EdgeType, Node, NodeKind, NodeStatus
+from remd.nodes import NODE_COLUMNS, from_rows
 
 FIELDS = ("id", "namespace", "content", "tags", "kind", "status", "created_at", "last_access",
           "access_count", "confidence", "importance", "source", "valid_from", "valid_until",
           "deprecated_by", "fact_key", "fact_value")
+if TYPE_CHECKING:
+    from remd.engine import Engine
+
 _TIME_FIELDS = ("created_at", "last_access", "valid_from", "valid_until")
 
 
@@ -65,28 +68,28 @@ def node_to_dict(node: Node) -> dict[str, Any]:
     }
 
 
-def export_lines(memory: Memory) -> Iterator[str]:
+def export_lines(engine: Engine, namespace: str) -> Iterator[str]:
     """Every memory of the namespace (all statuses), then its live typed edges."""
     last = 0
     while True:
-        rows = memory.store.query(
+        rows = engine.store.query(
             f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND rid > ? "
-            "ORDER BY rid LIMIT 1000", (memory.namespace, last))
+            "ORDER BY rid LIMIT 1000", (namespace, last))
         if not rows:
             break
         last = rows[-1][0]
-        for node in memory.nodes_from_rows(rows):
+        for node in from_rows(engine.store, rows):
             yield json.dumps(node_to_dict(node), ensure_ascii=False)
-    for src, dst, type_, weight, context, created in memory.store.query(
+    for src, dst, type_, weight, context, created in engine.store.query(
         "SELECT src, dst, type, weight, context, created_at FROM edges "
-        "WHERE namespace = ? AND live = 1 ORDER BY eid", (memory.namespace,)):
+        "WHERE namespace = ? AND live = 1 ORDER BY eid", (namespace,)):
         yield json.dumps({"edge": {"src": src, "dst": dst, "type": type_, "weight": weight,
                                    "context": context, "created_at": iso(created)}},
                          ensure_ascii=False)
-    for child, parent in memory.store.query(
+    for child, parent in engine.store.query(
         "SELECT c.name, p.name FROM tag_parents tp JOIN tags c ON c.tid = tp.child "
         "JOIN tags p ON p.tid = tp.parent WHERE c.namespace = ? ORDER BY c.name, p.name",
-        (memory.namespace,)):
+        (namespace,)):
         yield json.dumps({"edge": {"src": f"tag:{child}", "dst": f"tag:{parent}",
                                    "type": EdgeType.IS_SUBTYPE_OF.value}})
 
@@ -98,11 +101,11 @@ class ImportResult:
     edges: int
 
 
-def _draft(obj: dict[str, Any], memory: Memory) -> Draft:
+def _draft(obj: dict[str, Any], engine: Engine) -> Draft:
     unknown = set(obj) - set(FIELDS)
     if unknown:
         raise InvalidInput(f"unknown field(s) {sorted(unknown)}")
-    content = check_text(obj.get("content"), memory.config.store.max_content_chars)
+    content = check_text(obj.get("content"), engine.config.store.max_content_chars)
     times = {f: parse_time(obj.get(f), f) for f in _TIME_FIELDS}
     try:
         kind = NodeKind(obj["kind"]) if obj.get("kind") is not None else None
@@ -145,7 +148,8 @@ def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
         yield number, line
 
 
-def import_lines(memory: Memory, lines: Iterable[str], *, embed: bool = True) -> ImportResult:
+def import_lines(engine: Engine, namespace: str, lines: Iterable[str], *,
+                 embed: bool = True) -> ImportResult:
     """Read export lines into this namespace. Everything is validated first: a bad line
     (reported with its number) imports nothing. Raises InvalidInput.
     """
@@ -171,7 +175,7 @@ def import_lines(memory: Memory, lines: Iterable[str], *, embed: bool = True) ->
                               context if isinstance(context, str) else None,
                               parse_time(e.get("created_at"), "created_at")))
             else:
-                drafts.append(_draft(obj, memory))
+                drafts.append(_draft(obj, engine))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidInput(f"line {number}: not valid JSON") from exc
         except (InvalidInput, ValueError) as exc:
@@ -184,9 +188,9 @@ def import_lines(memory: Memory, lines: Iterable[str], *, embed: bool = True) ->
         if not ids:
             continue
         marks = ",".join("?" * len(ids))
-        for found_id, ns in memory.store.query(
+        for found_id, ns in engine.store.query(
                 f"SELECT id, namespace FROM nodes WHERE id IN ({marks})", ids):
-            if ns == memory.namespace:
+            if ns == namespace:
                 existing.add(found_id)
             else:  # the id is taken in another namespace: give this copy a fresh one
                 remap[found_id] = new_id()
@@ -203,15 +207,15 @@ def import_lines(memory: Memory, lines: Iterable[str], *, embed: bool = True) ->
     # in the order they happened.
     fresh.sort(key=lambda d: (d.status is None, d.created_at or 0.0) if d.status is None
                else (False, 0.0))
-    memory.write_drafts(fresh, embed=embed)
+    save_drafts(engine, namespace, fresh, embed=embed)
 
-    now = memory.clock()
-    with memory.store.transaction() as conn:
-        writer = Writer(conn, memory.namespace, memory.config, memory.counter)
+    now = engine.clock()
+    with engine.store.transaction() as conn:
+        writer = Writer(conn, namespace, engine.config, engine.counter)
         for src, dst, type_, weight, context, created in edges:
             if type_ is EdgeType.IS_SUBTYPE_OF and src.startswith("tag:"):
                 from remd.tagtools import add_subtype  # noqa: PLC0415 (cycle-free lazy)
-                add_subtype(conn, memory.namespace, src[4:], dst[4:], now)
+                add_subtype(conn, namespace, src[4:], dst[4:], now)
                 continue
             writer.add_edge(remap.get(src, src), remap.get(dst, dst), type_,
                             created if created is not None else now, weight=weight,

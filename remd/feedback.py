@@ -19,7 +19,7 @@ from remd.errors import InvalidInput, NotFound
 from remd.ingest import check_namespace
 
 if TYPE_CHECKING:
-    from remd.memory import Memory
+    from remd.engine import Engine
 
 # An edge never reaches 0: a rejected association can still come back through co-occurrence.
 MIN_WEIGHT = 0.01
@@ -53,17 +53,17 @@ def _path_edges(paths: list[str]) -> list[tuple[int, int]]:
     return list(edges)
 
 
-def feedback(memory: Memory, pack_id: str, accepted: bool | float, *,
-             namespace: str | None = None) -> FeedbackResult:
+def feedback(engine: Engine, namespace: str, pack_id: str,
+             accepted: bool | float) -> FeedbackResult:
     """Apply feedback for a pack once (one transaction). Raises NotFound for a pack id unknown
     in the namespace, InvalidInput for a bad ``accepted`` or namespace."""
-    ns = memory.namespace if namespace is None else check_namespace(namespace)
+    ns = check_namespace(namespace)
     if not isinstance(pack_id, str):
         raise InvalidInput(f"pack id must be a string, not {type(pack_id).__name__}")
     target = check_accepted(accepted)
-    eta = memory.config.inject.feedback_eta
-    now = memory.clock()
-    with memory.store.transaction() as conn:
+    eta = engine.config.inject.feedback_eta
+    now = engine.clock()
+    with engine.store.transaction() as conn:
         if conn.execute("SELECT 1 FROM packs WHERE pack_id = ? AND namespace = ?",
                         (pack_id, ns)).fetchone() is None:
             raise NotFound("pack", pack_id, ns)

@@ -15,8 +15,8 @@ and is never the source of truth:
   by one (a REM run flipping thousands of memories), drops everything.
 - Entries are bounded (``capacity`` tags per kind); past it the oldest half is dropped.
 
-Callers hold the store's lock (they run inside ``Store.snapshot()``), which serialises every
-use of one store's cache.
+One cache per namespace (:mod:`remd.caches`); callers hold the namespace's view, which
+serialises its use.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store import Store, int_scalar, rows_in
+from remd.store import int_scalar, rows_in
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
 _EVICT_MAX = 4096
@@ -59,7 +59,7 @@ _Rows = TypeVar("_Rows", Edges, Members)
 
 
 class TagGraphCache:
-    """The cached rows of one open store (every namespace: tag ids are global)."""
+    """The cached rows of one namespace's tags."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -90,7 +90,7 @@ class TagGraphCache:
             if changed is None or len(changed) > _EVICT_MAX:
                 self.clear()
             else:
-                for tid in changed:
+                for tid in changed:  # other namespaces' tags are simply not here
                     self.edges.pop(tid, None)
                     self.members.pop(tid, None)
                     self.info.pop(tid, None)
@@ -100,6 +100,14 @@ class TagGraphCache:
         self.edges.clear()
         self.members.clear()
         self.info.clear()
+
+    def nbytes(self) -> int:
+        """Roughly what the cache holds in memory (for the cache budget): per entry, its
+        arrays or lists plus the Python objects around them."""
+        edges = sum(e.ids.nbytes + e.weights.nbytes for e in self.edges.values())
+        members = sum(len(m.ids) for m in self.members.values())
+        return (edges + 240 * len(self.edges) + 64 * members + 240 * len(self.members)
+                + 160 * len(self.info))
 
     # -- reads ----------------------------------------------------------------------------
     def top_edges(self, conn: apsw.Connection, tid: int, limit: int) -> Edges:
@@ -175,9 +183,3 @@ def _rows(conn: apsw.Connection, sql: str, params: Sequence[object]
         ids.append(a)
         weights.append(w)
     return ids, weights
-
-
-def cache_for(store: Store, capacity: int) -> TagGraphCache:
-    """The cache of one open store (created on first use, again if the capacity changes)."""
-    return store.attached("graphcache", lambda: TagGraphCache(capacity),
-                          keep=lambda cache: cache.capacity == capacity)

@@ -13,7 +13,8 @@ bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
 Errors are ``{"error": {"type", "message"}}`` with 400 (bad input), 401 (token), 404 (unknown
 id), 409 (conflict), 413 (body too large), 422 (body fails the schema), 502 (LLM), 503 (the
 database is locked or unusable). Handlers run the blocking library calls on worker threads,
-each with a Memory leased from the daemon's :class:`~remd.daemon.MemoryPool`.
+over the served engine (:class:`~remd.serving.EngineHost`): one bounded pool of connections
+shared by every namespace.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from remd.daemon import MemoryPool
 from remd.errors import (
     ConfigError,
     Conflict,
@@ -52,6 +52,7 @@ from remd.errors import (
 )
 from remd.exchange import node_to_dict
 from remd.memory import Memory
+from remd.serving import EngineHost
 
 log = structlog.get_logger("remd.http")
 
@@ -171,9 +172,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 class _Api:
-    def __init__(self, pool: MemoryPool, token: SecretStr | None, default_namespace: str,
+    def __init__(self, host: EngineHost, token: SecretStr | None, default_namespace: str,
                  max_body_bytes: int) -> None:
-        self.pool = pool
+        self.host = host
         self.token = token
         self.default_namespace = default_namespace
         self.max_body_bytes = max_body_bytes
@@ -245,8 +246,8 @@ class _Api:
 
     async def _call(self, namespace: str, fn: Callable[[Memory], Any]) -> Any:
         def work() -> Any:
-            with self.pool.lease(namespace) as mem:
-                return fn(mem)
+            with self.host.lease() as engine:
+                return fn(Memory.bound(engine, namespace))
 
         return await run_in_threadpool(work)
 
@@ -317,10 +318,11 @@ async def _not_allowed(request: Request, exc: Exception) -> Response:
     return _error(405, "MethodNotAllowed", f"{request.method} is not allowed here")
 
 
-def create_app(pool: MemoryPool, *, token: SecretStr | None = None,
+def create_app(host: EngineHost, *, token: SecretStr | None = None,
                default_namespace: str = "default", max_body_bytes: int = 1_048_576) -> Starlette:
-    """The Starlette app over ``pool``. ``app.state.api.token`` can be swapped at run time."""
-    api = _Api(pool, token, default_namespace, max_body_bytes)
+    """The Starlette app over ``host``'s engine. ``app.state.api.token`` can be swapped at run
+    time."""
+    api = _Api(host, token, default_namespace, max_body_bytes)
     e = api.endpoint
     routes = [
         Route("/healthz", e(api.health, auth=False), methods=["GET"]),

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from remd.config import ImportanceConfig
 
 if TYPE_CHECKING:
-    from remd.memory import Memory
+    from remd.engine import Engine
 
 DAY = 86400.0
 Floats = npt.NDArray[np.float64]
@@ -110,11 +110,10 @@ class NamespaceScores:
         return len(self.ids)
 
 
-def compute_importance(memory: Memory, now: float) -> NamespaceScores:
+def compute_importance(engine: Engine, ns: str, now: float) -> NamespaceScores:
     """Read the live memories of the namespace and score them at ``now`` (nothing is written)."""
-    ns = memory.namespace
-    cfg = memory.config.importance
-    store = memory.store
+    cfg = engine.config.importance
+    store = engine.store
     with store.snapshot():
         rows = store.query(
             "SELECT rid, id, kind, created_at, last_access, confidence FROM nodes "
@@ -147,7 +146,7 @@ def compute_importance(memory: Memory, now: float) -> NamespaceScores:
         created_at=np.fromiter((r[3] for r in rows), np.float64, n), scores=scores)
 
 
-def store_importance(memory: Memory, result: NamespaceScores) -> int:
+def store_importance(engine: Engine, result: NamespaceScores) -> int:
     """Write computed importances in one transaction; returns how many rows changed.
 
     Only rows still live are touched, so a memory deprecated or forgotten since the scores were
@@ -155,20 +154,20 @@ def store_importance(memory: Memory, result: NamespaceScores) -> int:
     """
     values = result.scores.importance
     params = [(float(v), int(rid), float(v)) for v, rid in zip(values, result.rids, strict=True)]
-    with memory.store.transaction() as conn:
-        before = memory.store.conn.total_changes()
+    with engine.store.transaction() as conn:
+        before = conn.total_changes()
         conn.executemany(
             "UPDATE nodes SET importance = ? WHERE rid = ? AND status = 'live' "
             "AND importance IS NOT ?", params)
-        return int(memory.store.conn.total_changes() - before)
+        return int(conn.total_changes() - before)
 
 
-def refresh_importance(memory: Memory, now: float | None = None) -> NamespaceScores:
+def refresh_importance(engine: Engine, ns: str, now: float | None = None) -> NamespaceScores:
     """Recompute and store the importance of every live memory of the namespace at ``now``
-    (default: the memory's clock). Raises StoreError if the file can't be written."""
-    at = memory.clock() if now is None else now
-    result = compute_importance(memory, at)
-    store_importance(memory, result)
+    (default: the engine's clock). Raises StoreError if the file can't be written."""
+    at = engine.clock() if now is None else now
+    result = compute_importance(engine, ns, at)
+    store_importance(engine, result)
     return result
 
 

@@ -8,8 +8,9 @@ supersession and typed links commit together or not at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -22,12 +23,16 @@ from remd.models import EdgeType, NodeKind, NodeStatus
 from remd.tagging import extract_tags, normalise_tag
 from remd.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    from remd.engine import Engine
+
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _SOURCE_MAX = 256
 CONFIRM_STEP = 0.1  # confidence gained when a fact is restated with the same value
 CONTRADICT_STEP = 0.15  # confidence lost by the target of a CONTRADICTS link
 NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
 COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
+BULK_CHUNK = 500  # memories per write transaction in bulk saves: short locks, steady progress
 
 
 def check_namespace(namespace: object) -> str:
@@ -259,3 +264,29 @@ class Writer:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (self.ns, src, dst, type_.value, weight, context, at),
         )
+
+
+def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embed: bool = True,
+                progress: Callable[[int], None] | None = None) -> list[str]:
+    """Write validated drafts, BULK_CHUNK per transaction, then (with ``embed``) the vectors:
+    a single draft's own, or after a bulk write the namespace's whole backlog. Returns the new
+    ids in order; durable chunk by chunk. Raises StoreError."""
+    from remd.backlog import embed_pending  # the write path proper needs no embedder
+
+    ids: list[str] = []
+    rids: list[int] = []
+    for start in range(0, len(drafts), BULK_CHUNK):
+        chunk = drafts[start:start + BULK_CHUNK]
+        counts = engine.counter.count_many([d.content for d in chunk])
+        now = engine.clock()
+        with engine.store.transaction() as conn:
+            writer = Writer(conn, namespace, engine.config, engine.counter)
+            for draft, n in zip(chunk, counts, strict=True):
+                rid, node_id = writer.write(draft, now, n)
+                rids.append(rid)
+                ids.append(node_id)
+        if progress:
+            progress(len(chunk))
+    if embed:  # one save: its own vector; a bulk save: the namespace's whole backlog
+        embed_pending(engine, namespace, rids=rids if len(drafts) == 1 else None)
+    return ids

@@ -46,7 +46,8 @@ import apsw
 import numpy as np
 import structlog
 
-from remd import graphcache, lexical, nodemirror, vectors
+from remd import lexical, nodemirror, vectors
+from remd.caches import View
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
 from remd.embed import EmbedError
@@ -58,7 +59,7 @@ from remd.tagging import extract_query_tags
 from remd.walk import Specificity, Walk, propagate
 
 if TYPE_CHECKING:
-    from remd.memory import Memory
+    from remd.engine import Engine
 
 log = structlog.get_logger("remd.inject")
 
@@ -99,18 +100,23 @@ class _Ranked:
 
 
 class _Injector:
-    """One inject call: reads in one snapshot, then one write transaction to record the pack."""
+    """One inject call: reads in one snapshot, then one write transaction to record the pack.
 
-    def __init__(self, memory: Memory, namespace: str, now: float) -> None:
-        self.mem = memory
+    ``view`` is the namespace's cached state (:mod:`remd.caches`), held by the caller for the
+    whole read phase.
+    """
+
+    def __init__(self, engine: Engine, namespace: str, now: float, view: View) -> None:
+        self.engine = engine
         self.ns = namespace
         self.now = now
-        self.cfg: InjectConfig = memory.config.inject
+        self.cfg: InjectConfig = engine.config.inject
         self.spec = Specificity(0, self.cfg.idf_min_memories)  # set in rank()
         self._specs: dict[int, float] = {}
         self.period: Period | None = None  # the dates the query names, set in rank()
-        self.cache = graphcache.cache_for(memory.store, self.cfg.graph_cache_tags)
-        self.nodes = nodemirror.mirror_for(memory.store, namespace)
+        self.view = view
+        self.cache = view.graph
+        self.nodes = view.mirror
         self.ids: dict[int, str] = {}  # rid -> node id, read with the picked items' texts
         self._synced = False
 
@@ -154,13 +160,13 @@ class _Injector:
         if self.cfg.vector_k <= 0:
             return None
         try:
-            qvec = self.mem.query_vector(query)
+            qvec = self.engine.query_vector(query)
         except EmbedError as exc:  # inject still works on tags and words
             log.warning("inject.embed_failed", error=str(exc))
             return None
         if qvec is None:
             return None
-        return vectors.start_scan(self.mem.store, self.ns, conn, qvec,
+        return vectors.start_scan(self.view.bits, conn, qvec,
                                   self.cfg.vector_k * max(1, self.cfg.vector_rerank))
 
     def _vector_seeds(self, conn: apsw.Connection, near: Sequence[tuple[int, float]],
@@ -219,7 +225,7 @@ class _Injector:
         cfg = self.cfg
         if cfg.fts_k <= 0:
             return []
-        counts = lexical.counts_for(self.mem.store)
+        counts = self.engine.caches.terms
         k = cfg.fts_k
         try:
             counts.sync(conn)
@@ -421,15 +427,15 @@ class _Injector:
         contents: dict[int, str] = {}
         names: dict[int, tuple[str, ...]] = {}
         if budget > 0:
-            with self.mem.store.snapshot() as conn:
+            with self.engine.store.snapshot() as conn:
                 ranked = self.rank(conn, query)
-                sep_tokens = self.mem.counter.count(cfg.separator) if cfg.separator else 0
+                sep_tokens = self.engine.counter.count(cfg.separator) if cfg.separator else 0
                 picked = self._pack(conn, ranked.cands, budget, sep_tokens)
                 contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
         picked, texts, used = self._fit(picked, contents, budget)
-        # Each item's count was taken when it was saved (same encoding: Memory.tokens_exact).
-        counts = ([c.tokens for c, _, _ in picked] if self.mem.tokens_exact
-                  else self.mem.counter.count_many([texts[c.rid] for c, _, _ in picked]))
+        # Each item's count was taken when it was saved (same encoding: Engine.tokens_exact).
+        counts = ([c.tokens for c, _, _ in picked] if self.engine.tokens_exact
+                  else self.engine.counter.count_many([texts[c.rid] for c, _, _ in picked]))
         walk = ranked.walk
         # The walk from a seed to each item's activating tag, once per tag (tag ids).
         paths: dict[int | None, list[int]] = {c.via: walk.path(c.via) for c, _, _ in picked
@@ -545,9 +551,9 @@ class _Injector:
         corrected at each seam (:meth:`remd.tokens.TokenCounter.count_joined`), not a second
         pass of the tokenizer over the whole pack.
         """
-        counter = self.mem.counter
+        counter = self.engine.counter
         sep = self.cfg.separator
-        exact = self.mem.tokens_exact
+        exact = self.engine.tokens_exact
         picked = [p for p in picked if p[0].rid in contents]
         while picked:
             texts = [contents[c.rid] for c, _, _ in picked]
@@ -572,7 +578,7 @@ class _Injector:
     def _record(self, pack: Pack, picked: Sequence[tuple[_Candidate, float, float]],
                 paths: dict[int | None, list[int]]) -> None:
         """One transaction: the pack, its items, and the items' access bookkeeping."""
-        with self.mem.store.transaction() as conn:
+        with self.engine.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO packs (pack_id, namespace, query, budget, tokens_used, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -593,15 +599,17 @@ class _Injector:
                 [(c.rid, self.ns, self.now, pack.pack_id) for c, _, _ in picked])
 
 
-def inject(memory: Memory, query: str, token_budget: int, *,
-           namespace: str | None = None) -> Pack:
+def inject(engine: Engine, namespace: str, query: str, token_budget: int) -> Pack:
     """The pack of memories that matter for ``query``, within ``token_budget`` tokens.
 
     A budget too small for any item gives an empty pack (still recorded). Raises InvalidInput
     for an empty or oversized query, a negative or non-integer budget or a bad namespace;
     StoreError if the file can't be read or written.
     """
-    ns = memory.namespace if namespace is None else check_namespace(namespace)
-    text = check_text(query, memory.config.store.max_content_chars)
+    ns = check_namespace(namespace)
+    text = check_text(query, engine.config.store.max_content_chars)
     budget = check_budget(token_budget)
-    return _Injector(memory, ns, memory.clock()).run(text, budget)
+    # The view is taken before the read snapshot opens (and kept until the pack is recorded
+    # by the snapshot's end), so the snapshots a namespace's caches follow only move forward.
+    with engine.caches.use(ns) as view:
+        return _Injector(engine, ns, engine.clock(), view).run(text, budget)

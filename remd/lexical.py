@@ -6,7 +6,7 @@ counted in the index up to ``fts_max_postings``; words are kept rarest first whi
 postings stay within that budget, so bm25's work is bounded whatever the index size.
 
 Counting is the expensive part (one capped FTS5 scan per word), and agents reuse their words,
-so :class:`TermCounts` keeps the counts per open store and keeps them exact: the index
+so :class:`TermCounts` keeps the counts per file and process and keeps them exact: the index
 changes only when a node is inserted or deleted (content is never updated), both logged in
 ``node_log`` (migration 0006); an insert's words are tokenised and the counts it changes are
 adjusted, a deletion (a REM rollback) drops them all.
@@ -14,11 +14,12 @@ adjusted, a deletion (a REM rollback) drops them all.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import apsw
 
-from remd.store import Store, int_scalar
+from remd.store import int_scalar
 
 _TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # as schema.sql's node_fts
 # Words that carry no topic of their own: left out of the FTS5 query (bm25 would give them a
@@ -41,16 +42,29 @@ class TermCounts:
     """Capped FTS5 posting counts per (stem, cap), exact in the caller's snapshot."""
 
     def __init__(self) -> None:
+        self.lock = threading.RLock()  # shared by every namespace's injects
         self.counts: dict[tuple[str, int], int] = {}
         self.words: dict[tuple[str, int], str] = {}  # the quoted word each count is for
         self.seq: int | None = None  # last node_log entry applied
         self.hits = 0
         self.misses = 0
 
+    def nbytes(self) -> int:
+        return 200 * len(self.counts)
+
     def sync(self, conn: apsw.Connection) -> None:
-        """Adjust the counts for the nodes inserted since the last look (in this snapshot)."""
+        """Adjust the counts for the nodes inserted since the last look (in this snapshot).
+
+        A snapshot older than the last look (another namespace's inject, on another thread,
+        synced to a newer one) leaves the counts as they are: they are then counts of a
+        slightly newer index, which only steers the choice of query words.
+        """
+        with self.lock:
+            self._sync(conn)
+
+    def _sync(self, conn: apsw.Connection) -> None:
         top = int_scalar(conn, "SELECT max(seq) FROM node_log")
-        if top == self.seq:
+        if top == self.seq or (self.seq is not None and top < self.seq and self.counts):
             return
         if self.seq is None or top < self.seq or not self.counts:
             self.counts.clear()
@@ -81,6 +95,10 @@ class TermCounts:
 
     def count(self, conn: apsw.Connection, stem: str, quoted: str, cap: int) -> int:
         """How many indexed memories hold the word, counted up to ``cap + 1``."""
+        with self.lock:
+            return self._count(conn, stem, quoted, cap)
+
+    def _count(self, conn: apsw.Connection, stem: str, quoted: str, cap: int) -> int:
         key = (stem, cap)
         n = self.counts.get(key)
         if n is not None:
@@ -150,8 +168,3 @@ def search(conn: apsw.Connection, expr: str, limit: int, namespace: str | None =
                             "AND n.status IN ('live', 'deprecated') ORDER BY s LIMIT ?",
                             (expr, namespace, limit))
     return [(int(rid), -float(s)) for rid, s in rows]
-
-
-def counts_for(store: Store) -> TermCounts:
-    """The term counts of one open store (created on first use)."""
-    return store.attached("termcounts", TermCounts)

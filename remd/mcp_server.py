@@ -6,8 +6,9 @@ CONTRADICTS edges, optionally about a topic). Every tool takes an optional ``nam
 without it the server's ``--namespace`` is used. Results are JSON objects (structured
 content), with the same fields as the CLI's ``--json`` output.
 
-The SDK runs these synchronous tools on worker threads; each call leases its own Memory from a
-:class:`~remd.daemon.MemoryPool`. stdout carries the protocol, so logs go to stderr.
+The SDK runs these synchronous tools on worker threads, each call on the served engine (one
+bounded pool shared by every namespace, :class:`~remd.serving.EngineHost`). stdout carries the
+protocol, so logs go to stderr.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from remd.config import Config
-from remd.daemon import MemoryPool, freeze_heap, log_secrets, shared_embedder
 from remd.errors import InvalidInput, RemdError
 from remd.exchange import node_to_dict
 from remd.logs import configure_logging
 from remd.memory import Memory
+from remd.serving import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.tagging import extract_query_tags
 
 INSTRUCTIONS = """Long-term memory (remd). Save durable facts and observations with save_memory;
@@ -78,14 +79,15 @@ def find_contradictions(mem: Memory, topic: str | None = None, memory_id: str | 
     return out
 
 
-def build_server(pool: MemoryPool, default_namespace: str = "default") -> MCPServer:
-    """The MCP server with remd's tools over ``pool``."""
+def build_server(host: EngineHost, default_namespace: str = "default") -> MCPServer:
+    """The MCP server with remd's tools over ``host``'s engine."""
     server = MCPServer("remd", instructions=INSTRUCTIONS)
 
     def call(namespace: str | None, fn: Callable[[Memory], dict[str, Any]]) -> dict[str, Any]:
         try:
-            with pool.lease(default_namespace if namespace is None else namespace) as mem:
-                return fn(mem)
+            with host.lease() as engine:
+                return fn(Memory.bound(engine,
+                                       default_namespace if namespace is None else namespace))
         except RemdError as exc:
             # An anticipated failure: the model reads the one-line message.
             raise ToolError(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
@@ -138,14 +140,12 @@ def run_stdio(db: str | Path, config: Config, namespace: str = "default") -> int
     """
     configure_logging(config.daemon.log_format, config.daemon.log_level, stream=sys.stderr,
                       secrets=log_secrets(config))
-    # Open the file once up front, so a bad path fails here with a one-line error.
-    Memory(db, namespace, config=config, embedder=None).close()
-    pool = MemoryPool(db, config, embedder=shared_embedder(config),
-                      keep=config.daemon.http_pool_keep)
+    # The file is opened up front, so a bad path fails here with a one-line error.
+    host = EngineHost(db, config, embedder=shared_embedder(config))
     try:
-        server = build_server(pool, namespace)
+        server = build_server(host, namespace)
         freeze_heap()
         server.run("stdio")
     finally:
-        pool.close()
+        host.close()
     return 0

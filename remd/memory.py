@@ -1,37 +1,43 @@
 """The Python API: ``Memory("agent.db", namespace="default")``.
 
-A Memory owns one Store (one apsw connection) and works in one namespace; nothing it does
-reads or writes another namespace. All methods are synchronous and thread-safe.
+A Memory is an engine (:mod:`remd.engine`: the file's connection pool, config, clock, token
+counter, embedder and caches, one per file per process) plus a namespace; nothing it does
+reads or writes another namespace. Memories opened on the same file in one process share one
+engine, so a thousand namespaces cost a thousand small objects, not a thousand connections.
+All methods are synchronous and thread-safe.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
+from remd import backlog as _backlog
+from remd import exchange as _exchange
 from remd import feedback as _feedback
 from remd import inject as _inject
+from remd import nodes as _nodes
 from remd import tagtools as _tagtools
+from remd import vectors as _vectors
 from remd.config import Config
-from remd.embed import Embedder, EmbedError, Vectors, make_embedder, to_blob
-from remd.errors import InvalidInput, NotFound, StoreError
+from remd.embed import Embedder, Vectors
+from remd.engine import Engine, open_engine
+from remd.errors import InvalidInput
+from remd.exchange import ImportResult
 from remd.feedback import FeedbackResult
-from remd.ingest import Draft, Writer, check_namespace, check_source, check_tags, check_text
-from remd.models import EdgeType, Node, NodeKind, NodeStatus, Stats
+from remd.ingest import Draft, check_namespace, check_source, check_tags, check_text, save_drafts
+from remd.models import EdgeType, Node, Stats
+from remd.nodes import NODE_COLUMNS
 from remd.pack import Pack
 from remd.store import Store
 from remd.tagtools import TagCluster
 from remd.tokens import TokenCounter
-from remd.vectors import knn, write_vectors
 
 if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and import models
     from remd import importance as _importance
@@ -40,12 +46,7 @@ if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and imp
 
 log = structlog.get_logger("remd.memory")
 
-NODE_COLUMNS = (
-    "rid, id, namespace, kind, content, source, status, created_at, last_access, "
-    "access_count, confidence, importance, tokens, valid_from, valid_until, deprecated_by, "
-    "fact_key, fact_value"
-)
-BULK_CHUNK = 500  # memories per write transaction in bulk saves: short locks, steady progress
+__all__ = ["NODE_COLUMNS", "Memory"]
 Progress = Callable[[int], None]
 
 
@@ -64,46 +65,60 @@ class Memory:
         config: Config | None = None,
         embedder: Embedder | None | bool = True,
         clock: Callable[[], float] = time.time,
+        engine: Engine | None = None,
     ) -> None:
         self.namespace = check_namespace(namespace)
-        self.config = config if config is not None else Config()
-        self.store = Store(path, self.config.store)
-        self.counter = TokenCounter(self.config.store.encoding)
-        self.tokens_exact = self._token_encoding()
-        # embedder=True: the configured one, loaded lazily on first use; None/False: none.
-        self._embedder_spec = embedder
-        self._embedder: Embedder | None = None
-        # Agents ask the same questions again ("what do I know about the user?"): the last
-        # inject.query_cache query embeddings are kept, so a repeat skips the model run.
-        self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
-        self._query_lock = threading.Lock()
-        self.clock = clock
+        if engine is None:
+            engine = open_engine(path, config if config is not None else Config(),
+                                 embedder=embedder, clock=clock)
+            self._owns_engine = True
+        else:  # a front end's engine, shared by its requests: it closes it itself
+            self._owns_engine = False
+        self.engine = engine
+        self._closed = False
 
-    def _token_encoding(self) -> bool:
-        """True if every stored ``tokens`` count is in this config's encoding, so inject can
-        use them as they are. The encoding is recorded when a file is created; a Memory opened
-        with another one marks the file "mixed" (its saves would mix them), and a file from
-        before the record is treated the same: counts are then recomputed where they are
-        shown. A read-only file is read, never marked."""
-        mine = self.config.store.encoding
-        row = self.store.one("SELECT value FROM remd_meta WHERE key = 'token_encoding'")
-        if row is None and self.store.one("SELECT 1 FROM nodes LIMIT 1") is None:
-            with contextlib.suppress(StoreError), self.store.transaction() as conn:
-                conn.execute("INSERT OR IGNORE INTO remd_meta (key, value) SELECT "
-                             "'token_encoding', ? WHERE NOT EXISTS (SELECT 1 FROM nodes)",
-                             (mine,))
-            row = self.store.one("SELECT value FROM remd_meta WHERE key = 'token_encoding'")
-        if row is not None and row[0] == mine:
-            return True
-        if row is None or row[0] != "mixed":
-            with contextlib.suppress(StoreError), self.store.transaction() as conn:
-                conn.execute("INSERT INTO remd_meta (key, value) VALUES ('token_encoding', "
-                             "'mixed') ON CONFLICT (key) DO UPDATE SET value = 'mixed'")
-        return False
+    @classmethod
+    def bound(cls, engine: Engine, namespace: str) -> Memory:
+        """A Memory over an engine the caller owns (front ends: one engine, a Memory per
+        request). Closing it leaves the engine open. Raises InvalidInput for a bad namespace."""
+        return cls(namespace=namespace, engine=engine)
+
+    # -- what the engine holds -----------------------------------------------------------
+    @property
+    def config(self) -> Config:
+        return self.engine.config
+
+    @property
+    def store(self) -> Store:
+        return self.engine.store
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self.engine.counter
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.engine.clock
+
+    @property
+    def tokens_exact(self) -> bool:
+        return self.engine.tokens_exact
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self.engine.embedder
+
+    def query_vector(self, text: str) -> Vectors | None:
+        """The embedding of a query (None without an embedder). Raises EmbedError."""
+        return self.engine.query_vector(text)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
-        self.store.close()
+        """Let go of the engine (the last Memory on a file closes its connections)."""
+        if not self._closed:
+            self._closed = True
+            if self._owns_engine:
+                self.engine.release()
 
     def __enter__(self) -> Memory:
         return self
@@ -111,35 +126,6 @@ class Memory:
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-    @property
-    def embedder(self) -> Embedder | None:
-        if self._embedder is None and self._embedder_spec is not None:
-            if self._embedder_spec is True:
-                self._embedder = make_embedder(self.config.embed)
-            elif self._embedder_spec is not False:
-                self._embedder = self._embedder_spec
-            self._embedder_spec = None
-        return self._embedder
-
-    def query_vector(self, text: str) -> Vectors | None:
-        """The embedding of a query (None without an embedder), from a small LRU of recent
-        queries. Raises EmbedError when the embedder fails."""
-        embedder = self.embedder
-        if embedder is None:
-            return None
-        with self._query_lock:
-            cached = self._query_vectors.get(text)
-            if cached is not None:
-                self._query_vectors.move_to_end(text)
-                return cached
-        fresh: Vectors = embedder.embed([text])[0]
-        fresh.setflags(write=False)  # shared by every later call with this text
-        with self._query_lock:
-            self._query_vectors[text] = fresh
-            while len(self._query_vectors) > self.config.inject.query_cache:
-                self._query_vectors.popitem(last=False)
-        return fresh
 
     # -- writes -------------------------------------------------------------------------
     def draft(self, text: object, tags: Sequence[str] | None = None,
@@ -160,12 +146,8 @@ class Memory:
         Raises InvalidInput for bad text/tags/source, StoreError if the file can't be written.
         """
         draft = self.draft(text, tags, source)
-        now = self.clock()
-        with self.store.transaction() as conn:
-            rid, node_id = Writer(conn, self.namespace, self.config, self.counter).write(
-                draft, now)
-        if self.config.embed.embed_on_save:
-            self.embed_pending(rids=[rid])
+        (node_id,) = save_drafts(self.engine, self.namespace, [draft],
+                                 embed=self.config.embed.embed_on_save)
         return self.get(node_id)
 
     def save_many(self, texts: Iterable[str], *, tags: Sequence[str] | None = None,
@@ -187,122 +169,43 @@ class Memory:
 
     def write_drafts(self, drafts: Sequence[Draft], *, embed: bool = True,
                      progress: Progress | None = None) -> list[str]:
-        """Write validated drafts in chunks of BULK_CHUNK per transaction."""
-        ids: list[str] = []
-        for start in range(0, len(drafts), BULK_CHUNK):
-            chunk = drafts[start:start + BULK_CHUNK]
-            counts = self.counter.count_many([d.content for d in chunk])
-            now = self.clock()
-            with self.store.transaction() as conn:
-                writer = Writer(conn, self.namespace, self.config, self.counter)
-                ids.extend(writer.write(d, now, n)[1] for d, n in zip(chunk, counts, strict=True))
-            if progress:
-                progress(len(chunk))
-        if embed:
-            self.embed_pending()
-        return ids
+        """Write validated drafts in batched transactions (see :func:`remd.ingest.save_drafts`)."""
+        return save_drafts(self.engine, self.namespace, drafts, embed=embed, progress=progress)
 
     def embed_pending(self, *, rids: Sequence[int] | None = None, limit: int | None = None,
                       progress: Progress | None = None) -> int:
-        """Compute and store vectors for nodes that have none yet; returns how many.
-
-        Embedder failures are logged and leave the nodes in the backlog (never raised: the
-        memories themselves are already safe).
-        """
-        embedder = self.embedder
-        if embedder is None:
-            return 0
-        done = 0
-        batch = self.config.embed.batch_size
-        while limit is None or done < limit:
-            want = batch if limit is None else min(batch, limit - done)
-            if rids is not None:
-                todo = rids[done:done + want]
-                marks = ",".join("?" * len(todo))
-                rows = self.store.query(
-                    f"SELECT rid, content FROM nodes WHERE rid IN ({marks}) AND embedded = 0",
-                    list(todo)) if todo else []
-            else:
-                rows = self.store.query(
-                    "SELECT rid, content FROM nodes WHERE namespace = ? AND embedded = 0 "
-                    "ORDER BY rid LIMIT ?", (self.namespace, want))
-            if not rows:
-                break
-            try:
-                vectors = embedder.embed([r[1] for r in rows])
-            except EmbedError as exc:
-                log.warning("embed.failed", error=str(exc), pending=len(rows))
-                break
-            with self.store.transaction() as conn:
-                for (rid, _), vec in zip(rows, vectors, strict=True):
-                    conn.execute("DELETE FROM node_vec WHERE rowid = ?", (rid,))
-                    conn.execute(
-                        "INSERT INTO node_vec (rowid, namespace, embedding) VALUES (?, ?, ?)",
-                        (rid, self.namespace, to_blob(vec)))
-                write_vectors(conn, self.namespace, [r[0] for r in rows], vectors)
-                conn.executemany("UPDATE nodes SET embedded = 1 WHERE rid = ?",
-                                 [(r[0],) for r in rows])
-            done += len(rows)
-            if progress:
-                progress(len(rows))
-        return done
+        """Compute and store vectors for this namespace's memories that have none yet;
+        returns how many. Embedder failures are logged, never raised."""
+        return _backlog.embed_pending(self.engine, self.namespace, rids=rids, limit=limit,
+                                      progress=progress)
 
     def forget(self, node_id: str) -> Node:
         """Soft-delete: the node stays in the file (status forgotten) but is never injected.
 
         Raises NotFound for an unknown id.
         """
-        node = self.get(node_id)
+        rid = _nodes.rid_of(self.store, self.namespace, self._check_id(node_id))
         with self.store.transaction() as conn:
-            conn.execute("UPDATE nodes SET status = 'forgotten' WHERE rid = ?",
-                         (self._rid(node_id),))
-        log.info("memory.forgotten", id=node.id, namespace=self.namespace)
+            conn.execute("UPDATE nodes SET status = 'forgotten' WHERE rid = ?", (rid,))
+        log.info("memory.forgotten", id=node_id, namespace=self.namespace)
         return self.get(node_id)
 
     # -- reads --------------------------------------------------------------------------
-    def _rid(self, node_id: str) -> int:
-        rid = self.store.scalar("SELECT rid FROM nodes WHERE id = ? AND namespace = ?",
-                                (node_id, self.namespace))
-        if rid is None:
-            raise NotFound("memory", node_id, self.namespace)
-        return int(rid)
+    @staticmethod
+    def _check_id(node_id: object) -> str:
+        if not isinstance(node_id, str):
+            raise InvalidInput(f"memory id must be a string, not {type(node_id).__name__}")
+        return node_id
 
-    def _tags_of(self, rids: Sequence[int]) -> dict[int, tuple[str, ...]]:
-        if not rids:
-            return {}
-        out: dict[int, list[str]] = {rid: [] for rid in rids}
-        for start in range(0, len(rids), 500):
-            part = rids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for rid, name in self.store.query(
-                f"SELECT nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
-                f"WHERE nt.rid IN ({marks}) ORDER BY nt.rid, t.name",
-                list(part),
-            ):
-                out[rid].append(name)
-        return {rid: tuple(names) for rid, names in out.items()}
+    def _rid(self, node_id: str) -> int:
+        return _nodes.rid_of(self.store, self.namespace, node_id)
 
     def nodes_from_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[Node]:
-        tags = self._tags_of([r[0] for r in rows])
-        return [
-            Node(id=r[1], namespace=r[2], kind=NodeKind(r[3]), content=r[4], source=r[5],
-                 status=NodeStatus(r[6]), created_at=r[7], last_access=r[8],
-                 access_count=r[9], confidence=r[10], importance=r[11], tokens=r[12],
-                 valid_from=r[13], valid_until=r[14], deprecated_by=r[15], fact_key=r[16],
-                 fact_value=r[17], tags=tags.get(r[0], ()))
-            for r in rows
-        ]
+        return _nodes.from_rows(self.store, rows)
 
     def get(self, node_id: str) -> Node:
         """The memory with this id in this namespace. Raises NotFound."""
-        if not isinstance(node_id, str):
-            raise InvalidInput(f"memory id must be a string, not {type(node_id).__name__}")
-        rows = self.store.query(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE id = ? AND namespace = ?",
-            (node_id, self.namespace))
-        if not rows:
-            raise NotFound("memory", node_id, self.namespace)
-        return self.nodes_from_rows(rows)[0]
+        return _nodes.get(self.store, self.namespace, node_id)
 
     def recent(self, n: int = 10, *, include_inactive: bool = False) -> list[Node]:
         """The n most recently created live memories (all statuses if include_inactive)."""
@@ -343,9 +246,9 @@ class Memory:
 
         By default the search is inject's (:mod:`remd.vectors`): a Hamming pre-filter over the
         namespace's in-process bit index (built on the process's first search), then the exact
-        cosine of the best ``k * vector_rerank`` candidates; a few ms at 100k memories, but a
-        true neighbour can in rare cases rank outside the candidates. ``exact=True`` asks
-        sqlite-vec's vec0 for an exact scan instead (~70 ms per 100k memories here).
+        cosine of the best ``k * vector_rerank`` candidates; a true neighbour can in rare cases
+        rank outside the candidates. ``exact=True`` scans every stored vector of the namespace
+        with sqlite-vec instead.
         """
         embedder = self.embedder
         if embedder is None or k <= 0:
@@ -360,12 +263,12 @@ class Memory:
             # Memories that are no longer live sit among the vectors too: ask for more until
             # k live ones are found or the namespace has no more vectors.
             if exact:
-                hits = self.store.query(
-                    "SELECT rowid, distance FROM node_vec WHERE embedding MATCH ? AND k = ? "
-                    "AND namespace = ?", (to_blob(vec), want, self.namespace))
+                hits = _vectors.exact_scan(self.store, self.namespace, vec, want)
                 more = len(hits) == want
             else:
-                found = knn(self.store, self.namespace, vec, want, rerank=rerank)
+                with self.engine.caches.use(self.namespace) as view, \
+                        self.store.snapshot() as conn:
+                    found = _vectors.knn(view.bits, conn, vec, want, rerank=rerank)
                 hits = [(rid, 1.0 - sim) for rid, sim in found]
                 more = len(found) == want * rerank
             if not hits:
@@ -409,6 +312,7 @@ class Memory:
                 "SELECT count(*) FROM nodes WHERE namespace = ? AND embedded = 0", (ns,))
             packs = self.store.scalar("SELECT count(*) FROM packs WHERE namespace = ?", (ns,))
             runs = self.store.scalar("SELECT count(*) FROM rem_runs WHERE namespace = ?", (ns,))
+            version = self.store.schema_version()
         path = self.store.path
         size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
         return Stats(
@@ -418,29 +322,42 @@ class Memory:
             forgotten=by_status.get("forgotten", 0), facts=by_kind.get("fact", 0),
             synthesis=by_kind.get("synthesis", 0), tags=tags, tag_edges=tag_edges,
             edges=edges, pending_embeddings=pending, packs=packs, rem_runs=runs,
-            db_bytes=size, schema_version=self.store.schema_version(), by_kind=by_kind)
+            db_bytes=size, schema_version=version, by_kind=by_kind)
+
+    # -- export and import (remd.exchange) --------------------------------------------------
+    def export_lines(self) -> Iterator[str]:
+        """The namespace as JSON lines (see :mod:`remd.exchange`)."""
+        return _exchange.export_lines(self.engine, self.namespace)
+
+    def import_lines(self, lines: Iterable[str], *, embed: bool = True) -> ImportResult:
+        """Read JSON lines into the namespace; a bad line imports nothing. Raises
+        InvalidInput naming the line."""
+        return _exchange.import_lines(self.engine, self.namespace, lines, embed=embed)
 
     # -- inject, feedback and tag tools (remd.inject, remd.feedback, remd.tagtools) -------
     def inject(self, query: str, token_budget: int, *, namespace: str | None = None) -> Pack:
         """The memories that matter for ``query`` within ``token_budget`` tokens (a hard
         limit). Raises InvalidInput for an empty query or a negative budget."""
-        return _inject.inject(self, query, token_budget, namespace=namespace)
+        return _inject.inject(self.engine, self.namespace if namespace is None else namespace,
+                              query, token_budget)
 
     def feedback(self, pack_id: str, accepted: bool | float, *,
                  namespace: str | None = None) -> FeedbackResult:
         """Move the tag edges behind a pack towards accepted (EMA), once per pack.
         Raises NotFound for an unknown pack, InvalidInput for a bad ``accepted``."""
-        return _feedback.feedback(self, pack_id, accepted, namespace=namespace)
+        return _feedback.feedback(
+            self.engine, self.namespace if namespace is None else namespace, pack_id, accepted)
 
     def memories_by_tag_cluster(self, tag: str, depth: int = 2, *,
                                 limit: int = 50) -> TagCluster:
         """The tags around ``tag`` and the live memories carrying them. Raises NotFound."""
-        return _tagtools.memories_by_tag_cluster(self, tag, depth, limit=limit)
+        return _tagtools.memories_by_tag_cluster(self.engine, self.namespace, tag, depth,
+                                                 limit=limit)
 
     def suggest_related_tags(self, tags: Sequence[str], *,
                              limit: int = 10) -> list[tuple[str, float]]:
         """Existing tags that go with ``tags`` (co-occurrence and hierarchy)."""
-        return _tagtools.suggest_related_tags(self, tags, limit=limit)
+        return _tagtools.suggest_related_tags(self.engine, self.namespace, tags, limit=limit)
 
     def add_subtype(self, child: str, parent: str) -> None:
         """Record ``child IS_SUBTYPE_OF parent``. Raises Conflict for a cycle."""
@@ -449,24 +366,24 @@ class Memory:
 
     def subtypes(self, tag: str) -> list[str]:
         """Tags below ``tag`` in the IS_SUBTYPE_OF hierarchy. Raises NotFound."""
-        return _tagtools.subtypes(self, tag)
+        return _tagtools.subtypes(self.engine, self.namespace, tag)
 
     def supertypes(self, tag: str) -> list[str]:
         """Tags above ``tag`` in the IS_SUBTYPE_OF hierarchy. Raises NotFound."""
-        return _tagtools.supertypes(self, tag)
+        return _tagtools.supertypes(self.engine, self.namespace, tag)
 
     def rename_tag(self, old: str, new: str) -> str:
         """Rename a tag. Raises NotFound, or Conflict if ``new`` exists (merge instead)."""
-        return _tagtools.rename_tag(self, old, new)
+        return _tagtools.rename_tag(self.engine, self.namespace, old, new)
 
     def merge_tags(self, src: str, dst: str) -> str:
         """Fold tag ``src`` into ``dst``. Raises NotFound or Conflict."""
-        return _tagtools.merge_tags(self, src, dst)
+        return _tagtools.merge_tags(self.engine, self.namespace, src, dst)
 
     def export_tag_graph(self, format: Literal["dot", "json"] = "json", *,
                          max_edges: int | None = None) -> str:
         """The tag graph as Graphviz DOT or JSON. Raises InvalidInput for another format."""
-        return _tagtools.export_tag_graph(self, format, max_edges=max_edges)
+        return _tagtools.export_tag_graph(self.engine, self.namespace, format, max_edges=max_edges)
 
     # -- importance, triggers and REM (remd.importance, remd.triggers, remd.rem) ---------------
     def refresh_importance(self, now: float | None = None) -> _importance.NamespaceScores:
@@ -474,23 +391,23 @@ class Memory:
         clock). Raises StoreError."""
         from remd import importance as _imp
 
-        return _imp.refresh_importance(self, now)
+        return _imp.refresh_importance(self.engine, self.namespace, now)
 
     def triggers(self, now: float | None = None) -> _triggers.TriggerReport:
         """Evaluate the REM triggers of the namespace at ``now``. Raises StoreError."""
         from remd import triggers as _trig
 
-        return _trig.evaluate(self, now)
+        return _trig.evaluate(self.engine, self.namespace, now)
 
     def run_rem(self, **kwargs: Any) -> _rem.RemRun:
         """One REM cycle (see :func:`remd.rem.run_rem` for the options). Raises InvalidInput,
         Conflict (another run is alive in this namespace), StoreError."""
         from remd import rem as _r
 
-        return _r.run_rem(self, **kwargs)
+        return _r.run_rem(self.engine, self.namespace, **kwargs)
 
     def rollback(self, run_id: str) -> _rem.RollbackResult:
         """Undo a REM run exactly. Raises NotFound, RollbackRefused."""
         from remd import rem as _r
 
-        return _r.rollback(self, run_id)
+        return _r.rollback(self.engine, self.namespace, run_id)

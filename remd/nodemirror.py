@@ -13,7 +13,7 @@ namespace, so the same work is a few array lookups. It is never the source of tr
 - Entries already pruned from the log, or more changes than are worth re-reading one by one
   (a REM run rescoring every memory), make it reload the namespace.
 
-Callers hold the store's lock (inside ``Store.snapshot()``), which serialises each store's use.
+Callers hold the namespace's view (:mod:`remd.caches`), which serialises its use.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store import Store, int_scalar, rows_in
+from remd.store import int_scalar, rows_in
 
 STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
 GONE = -1  # deleted, or moved to another namespace
 FAR = -2  # neighbour(): no live row among the next _NEAR
 _NEAR = 64
 _TAGS_KEEP = 65_536  # memories whose tags are kept (~0.5 KB each)
+_TAG_ENTRY_BYTES = 512
 _Tagged = tuple[tuple[tuple[int, float], ...], frozenset[int]]
 KINDS = {"episodic": 0, "fact": 1, "synthesis": 2}
 SYNTHESIS = KINDS["synthesis"]
@@ -163,12 +164,18 @@ class NodeMirror:
         cap = len(self.rid)
         if need <= cap:
             return
-        new_cap = max(need, 2 * cap, 1024)
+        new_cap = max(need, 2 * cap, 64)
         for name in ("rid", "kind", "status", "created", "importance", "tokens", "until"):
             col = getattr(self, name)
             bigger = np.zeros(new_cap, col.dtype)
             bigger[:self.n] = col[:self.n]
             setattr(self, name, bigger)
+
+    def nbytes(self) -> int:
+        """Roughly what the mirror holds in memory (for the cache budget)."""
+        arrays = (self.rid, self.kind, self.status, self.created, self.importance, self.tokens,
+                  self.until)
+        return sum(a.nbytes for a in arrays) + _TAG_ENTRY_BYTES * len(self._tags)
 
     def _find(self, rid: int) -> int:
         i = int(np.searchsorted(self.rid[:self.n], rid))
@@ -236,8 +243,3 @@ class NodeMirror:
                 return i
             i += step
         return FAR if 0 <= i < self.n else -1
-
-
-def mirror_for(store: Store, namespace: str) -> NodeMirror:
-    """The mirror of one namespace of one open store (loaded on first refresh)."""
-    return store.attached(("nodemirror", namespace), lambda: NodeMirror(namespace))

@@ -43,16 +43,19 @@ import apsw
 import numpy as np
 import structlog
 
+from remd.backlog import embed_pending
 from remd.cluster import Cluster, build_clusters
-from remd.consolidate import Answer, ClusterWriter, Job, Members
+from remd.consolidate import Answer, ClusterStatus, ClusterWriter, Job, Members
 from remd.errors import Conflict, InvalidInput, LLMError, NotFound, RollbackRefused
 from remd.ids import new_id
 from remd.importance import DAY, NamespaceScores, compute_importance, store_importance
+from remd.ingest import check_namespace
 from remd.models import TriggerReason
+from remd.store import rows_in
 from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
 
 if TYPE_CHECKING:
-    from remd.memory import Memory
+    from remd.engine import Engine
 
 log = structlog.get_logger("remd.rem")
 
@@ -90,7 +93,7 @@ class ClusterOutcome:
     cluster_no: int
     done: int
     total: int
-    status: str  # committed | skipped
+    status: ClusterStatus
     size: int
     synthesis_id: str | None = None
     reason: str | None = None
@@ -159,29 +162,23 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield items[start:start + _CHUNK]
 
 
-def _vectors(memory: Memory, rids: Sequence[int]) -> dict[int, np.ndarray]:
-    """The stored float32 vectors of ``rids``. node_vec_bit (migration 0002) holds the same
-    vectors as node_vec in a rowid table, read by B-tree seeks; vec0 reads one rowid at ~0.2 ms
-    (it walks its chunk blobs), which would cost seconds for 10k flagged memories."""
-    has_bit = memory.store.scalar(
-        "SELECT count(*) FROM sqlite_master WHERE name = 'node_vec_bit'")
-    sql = ("SELECT rid, vec FROM node_vec_bit WHERE rid IN ({})" if has_bit
-           else "SELECT rowid, embedding FROM node_vec WHERE rowid IN ({})")
+def _vectors(engine: Engine, rids: Sequence[int]) -> dict[int, np.ndarray]:
+    """The stored float32 vectors of ``rids`` (node_vec_bit, read by B-tree seeks)."""
     out: dict[int, np.ndarray] = {}
-    for part in _chunks(rids):
-        for rid, blob in memory.store.query(sql.format(",".join("?" * len(part))), list(part)):
+    with engine.store.snapshot() as conn:
+        for rid, blob in rows_in(conn, "SELECT rid, vec FROM node_vec_bit "
+                                       "WHERE rid IN ({marks})", rids):
             out[int(rid)] = np.frombuffer(blob, np.float32)
     return out
 
 
-def _plan(memory: Memory, now: float, *, write: bool) -> _Plan:
-    cfg = memory.config
-    ns = memory.namespace
+def _plan(engine: Engine, ns: str, now: float, *, write: bool) -> _Plan:
+    cfg = engine.config
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    scores = compute_importance(memory, now)
+    scores = compute_importance(engine, ns, now)
     if write:
-        store_importance(memory, scores)
+        store_importance(engine, scores)
     timings["importance"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -192,32 +189,32 @@ def _plan(memory: Memory, now: float, *, write: bool) -> _Plan:
     allowed = np.ones(len(scores), bool) if cfg.rem.consolidate_facts else kinds != "fact"
     candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]
     rids = [int(scores.rids[i]) for i in candidates]
-    vectors = _vectors(memory, rids)
+    vectors = _vectors(engine, rids)
     missing = [r for r in rids if r not in vectors]
-    if missing and memory.embedder is not None:
+    if missing and engine.embedder is not None:
         if write:
-            memory.embed_pending(rids=missing)
-            vectors.update(_vectors(memory, missing))
+            embed_pending(engine, ns, rids=missing)
+            vectors.update(_vectors(engine, missing))
         else:  # a dry run writes nothing: embed in memory only
-            texts = dict(_content(memory, missing))
-            for rid, vec in zip(missing, memory.embedder.embed([texts[r] for r in missing]),
+            texts = dict(_content(engine, missing))
+            for rid, vec in zip(missing, engine.embedder.embed([texts[r] for r in missing]),
                                 strict=True):
                 vectors[rid] = vec
     flagged = [i for i, r in zip(candidates, rids, strict=True) if r in vectors]
     flagged_rids = [int(scores.rids[i]) for i in flagged]
-    content = dict(_content(memory, flagged_rids))
+    content = dict(_content(engine, flagged_rids))
     position = {rid: k for k, rid in enumerate(flagged_rids)}
     tags: list[list[int]] = [[] for _ in flagged]
     for part in _chunks(flagged_rids):
         marks = ",".join("?" * len(part))
-        for tid, rid in memory.store.query(
+        for tid, rid in engine.store.query(
                 f"SELECT tid, rid FROM node_tags WHERE rid IN ({marks})", list(part)):
             tags[position[rid]].append(int(tid))
-    tag_df = dict(memory.store.query(
+    tag_df = dict(engine.store.query(
         "SELECT nt.tid, count(*) FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
         "WHERE n.namespace = ? AND n.status = 'live' GROUP BY nt.tid", (ns,)))
     by_id = {scores.ids[i]: k for k, i in enumerate(flagged)}
-    edges = [(by_id[a], by_id[b]) for a, b in memory.store.query(
+    edges = [(by_id[a], by_id[b]) for a, b in engine.store.query(
         "SELECT src, dst FROM edges WHERE namespace = ? AND live = 1", (ns,))
         if a in by_id and b in by_id]
     timings["flag"] = time.perf_counter() - t0
@@ -233,10 +230,10 @@ def _plan(memory: Memory, now: float, *, write: bool) -> _Plan:
                  len(flagged), timings=timings, vectors=matrix)
 
 
-def _content(memory: Memory, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
+def _content(engine: Engine, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
     for part in _chunks(rids):
         marks = ",".join("?" * len(part))
-        yield from memory.store.query(
+        yield from engine.store.query(
             f"SELECT rid, content FROM nodes WHERE rid IN ({marks})", list(part))
 
 
@@ -278,17 +275,16 @@ def _write_lease(conn: apsw.Connection, namespace: str, run_id: str, at: float) 
                  "DO UPDATE SET value = excluded.value", (_lease_key(namespace), value))
 
 
-def _start(memory: Memory, run_id: str, at: float, trigger: str,
+def _start(engine: Engine, ns: str, run_id: str, at: float, trigger: str,
            synth: Synthesiser) -> None:
     """Insert the run row and take the lease. Raises Conflict if another run is alive."""
-    ns = memory.namespace
-    with memory.store.transaction() as conn:
+    with engine.store.transaction() as conn:
         lease = _read_lease(conn, ns)
         running = [r[0] for r in conn.execute(
             "SELECT run_id FROM rem_runs WHERE namespace = ? AND status = 'running'", (ns,))]
-        wall = memory.clock()
+        wall = engine.clock()
         if lease and lease.get("run_id") in running and _alive(
-                lease, wall, memory.config.rem.lease_seconds):
+                lease, wall, engine.config.rem.lease_seconds):
             raise Conflict(f"REM run {lease['run_id']} is already running in namespace {ns!r} "
                            f"(pid {lease.get('pid')} on {lease.get('host')})")
         for stale in running:
@@ -344,7 +340,8 @@ def _answers(synth: Synthesiser, jobs: Sequence[Job], workers: int,
 
 # -- the run --------------------------------------------------------------------------------------
 def run_rem(
-    memory: Memory,
+    engine: Engine,
+    namespace: str,
     *,
     now: float | None = None,
     dry_run: bool = False,
@@ -353,36 +350,37 @@ def run_rem(
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[ClusterOutcome], None] | None = None,
 ) -> RemRun:
-    """Run one REM cycle on the memory's namespace at ``now`` (default: its clock).
+    """Run one REM cycle on ``namespace`` at ``now`` (default: the engine's clock).
 
     With ``dry_run`` nothing is written and the returned value carries the plan. ``should_stop``
     is checked between clusters (the run then ends ``interrupted``); ``progress`` gets a
     :class:`ClusterOutcome` after each cluster. Raises InvalidInput (bad ``now``), Conflict
     (another run is alive in this namespace), StoreError (the file can't be used).
     """
-    at = memory.clock() if now is None else now
+    ns = check_namespace(namespace)
+    at = engine.clock() if now is None else now
     if isinstance(at, bool) or not isinstance(at, int | float) or not np.isfinite(at):
         raise InvalidInput(f"now must be a finite POSIX time, not {at!r}")
     at = float(at)
     reason = trigger.value if isinstance(trigger, TriggerReason) else str(trigger)
     owned = None
     if synthesiser is None:
-        synthesiser = owned = make_synthesiser(memory.config.llm,
-                                               memory.config.rem.offline_density)
+        synthesiser = owned = make_synthesiser(engine.config.llm,
+                                               engine.config.rem.offline_density)
     try:
-        return _cycle(memory, at, reason, synthesiser, dry_run=dry_run,
+        return _cycle(engine, ns, at, reason, synthesiser, dry_run=dry_run,
                       stop=should_stop or (lambda: False), progress=progress)
     finally:
         if owned is not None:  # a synthesiser made for this run: its HTTP client goes with it
             owned.close()
 
 
-def _cycle(memory: Memory, at: float, reason: str, synth: Synthesiser, *, dry_run: bool,
+def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, *, dry_run: bool,
            stop: Callable[[], bool],
            progress: Callable[[ClusterOutcome], None] | None) -> RemRun:
     started = time.perf_counter()
     if dry_run:
-        plan = _plan(memory, at, write=False)
+        plan = _plan(engine, ns, at, write=False)
         ids, imp = plan.scores.ids, plan.scores.scores.importance
         planned = tuple(
             PlannedCluster(cluster_no=no, coherence=c.coherence, members=tuple(
@@ -394,7 +392,7 @@ def _cycle(memory: Memory, at: float, reason: str, synth: Synthesiser, *, dry_ru
             for no, c in enumerate(plan.clusters))
         sizes = sum(len(c.members) for c in plan.clusters)
         return RemRun(
-            run_id=None, namespace=memory.namespace, status=RunStatus.DRY_RUN, trigger=reason,
+            run_id=None, namespace=ns, status=RunStatus.DRY_RUN, trigger=reason,
             flagged=len(plan.flagged), clusters=len(plan.clusters), synthesised=0, skipped=0,
             live_before=plan.live_before, live_after=plan.live_before - sizes + len(planned),
             synthesiser=synth.name, model=synth.model, prompt_version=synth.prompt_version,
@@ -403,17 +401,17 @@ def _cycle(memory: Memory, at: float, reason: str, synth: Synthesiser, *, dry_ru
 
     # The lease comes first, so two processes never refresh and plan the same namespace.
     run_id = new_id("rem_")
-    _start(memory, run_id, at, reason, synth)
+    _start(engine, ns, run_id, at, reason, synth)
     timings: dict[str, float] = {}
     status, error = RunStatus.COMPLETED, None
     try:
-        plan = _plan(memory, at, write=True)
+        plan = _plan(engine, ns, at, write=True)
         timings.update(plan.timings)
-        with memory.store.transaction() as conn:
+        with engine.store.transaction() as conn:
             conn.execute("UPDATE rem_runs SET flagged = ?, clusters = ?, live_before = ? "
                          "WHERE run_id = ?", (len(plan.flagged), len(plan.clusters),
                                               plan.live_before, run_id))
-        log.info("rem.planned", namespace=memory.namespace, run_id=run_id,
+        log.info("rem.planned", namespace=ns, run_id=run_id,
                  flagged=len(plan.flagged), clusters=len(plan.clusters),
                  unembedded=plan.unembedded)
         members = Members(
@@ -422,13 +420,13 @@ def _cycle(memory: Memory, at: float, reason: str, synth: Synthesiser, *, dry_ru
             importance=plan.scores.scores.importance[plan.flagged],
             created_at=plan.scores.created_at[plan.flagged],
             content=plan.content, vectors=plan.vectors, live_before=plan.live_before)
-        writer = ClusterWriter(memory, run_id, at, members, lambda conn: _write_lease(
-            conn, memory.namespace, run_id, memory.clock()))
+        writer = ClusterWriter(engine, ns, run_id, at, members, lambda conn: _write_lease(
+            conn, ns, run_id, engine.clock()))
         jobs = [writer.job(no, c) for no, c in enumerate(plan.clusters)]
         if progress:
-            progress(ClusterOutcome(cluster_no=-1, done=0, total=len(jobs), status="started",
-                                    size=0))
-        workers = memory.config.llm.concurrency if isinstance(synth, LLMSynthesiser) else 1
+            progress(ClusterOutcome(cluster_no=-1, done=0, total=len(jobs),
+                                    status=ClusterStatus.STARTED, size=0))
+        workers = engine.config.llm.concurrency if isinstance(synth, LLMSynthesiser) else 1
         done = 0
         t0 = time.perf_counter()
         for job, answer in _answers(synth, jobs, workers, stop):
@@ -441,22 +439,21 @@ def _cycle(memory: Memory, at: float, reason: str, synth: Synthesiser, *, dry_ru
             status = RunStatus.INTERRUPTED
         t0 = time.perf_counter()
         if writer.synthesis_rids:  # one batch; a crash before this leaves them in the backlog
-            memory.embed_pending(rids=writer.synthesis_rids)
+            embed_pending(engine, ns, rids=writer.synthesis_rids)
         timings["embed"] = time.perf_counter() - t0
     except BaseException as exc:  # record why the run ended, then let the error go on
         status = RunStatus.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else \
             RunStatus.FAILED
-        _finish(memory, run_id, status, at, started, timings, f"{type(exc).__name__}: {exc}")
+        _finish(engine, ns, run_id, status, at, started, timings, f"{type(exc).__name__}: {exc}")
         raise
-    return _finish(memory, run_id, status, at, started, timings, error)
+    return _finish(engine, ns, run_id, status, at, started, timings, error)
 
 
-def _finish(memory: Memory, run_id: str, status: RunStatus, at: float, started: float,
-            phases: dict[str, float], error: str | None) -> RemRun:
+def _finish(engine: Engine, ns: str, run_id: str, status: RunStatus, at: float,
+            started: float, phases: dict[str, float], error: str | None) -> RemRun:
     elapsed = time.perf_counter() - started
     timings = {**{k: round(v, 4) for k, v in phases.items()}, "total": round(elapsed, 4)}
-    ns = memory.namespace
-    with memory.store.transaction() as conn:
+    with engine.store.transaction() as conn:
         live = conn.execute("SELECT count(*) FROM nodes WHERE namespace = ? AND status = 'live'",
                             (ns,)).fetchone()
         conn.execute(
@@ -467,7 +464,7 @@ def _finish(memory: Memory, run_id: str, status: RunStatus, at: float, started: 
         lease = _read_lease(conn, ns)
         if lease and lease.get("run_id") == run_id:
             conn.execute("DELETE FROM remd_meta WHERE key = ?", (_lease_key(ns),))
-    result = get_run(memory, run_id)
+    result = get_run(engine, ns, run_id)
     log.info("rem.finished", namespace=ns, run_id=run_id, status=status.value,
              flagged=result.flagged, clusters=result.clusters,
              synthesised=result.synthesised, skipped=result.skipped,
@@ -475,17 +472,17 @@ def _finish(memory: Memory, run_id: str, status: RunStatus, at: float, started: 
     return result
 
 
-def get_run(memory: Memory, run_id: str) -> RemRun:
+def get_run(engine: Engine, ns: str, run_id: str) -> RemRun:
     """A recorded run of this namespace. Raises NotFound, InvalidInput."""
     if not isinstance(run_id, str) or not run_id:
         raise InvalidInput(f"run id must be a non-empty string, not {run_id!r}")
-    row = memory.store.one(
+    row = engine.store.one(
         "SELECT run_id, namespace, status, trigger, flagged, clusters, synthesised, skipped, "
         "live_before, live_after, synthesiser, model, prompt_version, started_at, "
         "finished_at, timings, error FROM rem_runs WHERE run_id = ? AND namespace = ?",
-        (run_id, memory.namespace))
+        (run_id, ns))
     if row is None:
-        raise NotFound("REM run", run_id, memory.namespace)
+        raise NotFound("REM run", run_id, ns)
     return RemRun(run_id=row[0], namespace=row[1], status=RunStatus(row[2]), trigger=row[3],
                   flagged=row[4], clusters=row[5], synthesised=row[6], skipped=row[7],
                   live_before=row[8], live_after=row[9], synthesiser=row[10], model=row[11],
@@ -494,7 +491,7 @@ def get_run(memory: Memory, run_id: str) -> RemRun:
 
 
 # -- rollback -------------------------------------------------------------------------------------
-def rollback(memory: Memory, run_id: str) -> RollbackResult:
+def rollback(engine: Engine, namespace: str, run_id: str) -> RollbackResult:
     """Undo a REM run in one transaction.
 
     Restored exactly: every node the run deprecated gets back its status, importance and
@@ -510,22 +507,21 @@ def rollback(memory: Memory, run_id: str) -> RollbackResult:
     Raises NotFound (unknown run), RollbackRefused (already rolled back, still running, or a
     later run that is not rolled back built on its synthesis nodes or edges).
     """
-    ns = memory.namespace
-    with memory.store.transaction() as conn:
-        run = get_run(memory, run_id)  # read under the write lock: no run can start meanwhile
-        status = run.status.value
-        if status == "rolled_back":
+    ns = check_namespace(namespace)
+    with engine.store.transaction() as conn:
+        run = get_run(engine, ns, run_id)  # read under the write lock: no run can start meanwhile
+        if run.status is RunStatus.ROLLED_BACK:
             raise RollbackRefused(f"REM run {run_id} is already rolled back")
         lease = _read_lease(conn, ns)
-        if status == "running" and lease and lease.get("run_id") == run_id and _alive(
-                lease, memory.clock(), memory.config.rem.lease_seconds):
+        if run.status is RunStatus.RUNNING and lease and lease.get("run_id") == run_id and _alive(
+                lease, engine.clock(), engine.config.rem.lease_seconds):
             raise RollbackRefused(f"REM run {run_id} is still running")
         later = sorted({r[0] for r in conn.execute(
             "SELECT run_id FROM rem_runs WHERE namespace = ? AND run_id != ? "
-            "AND status != 'rolled_back' AND (run_id IN (SELECT retired_by FROM edges "
+            "AND status != ? AND (run_id IN (SELECT retired_by FROM edges "
             "WHERE rem_run = ? AND retired_by IS NOT NULL) OR run_id IN (SELECT s.rem_run "
             "FROM nodes n JOIN nodes s ON s.id = n.deprecated_by WHERE n.rem_run = ?))",
-            (ns, run_id, run_id, run_id))})
+            (ns, run_id, RunStatus.ROLLED_BACK.value, run_id, run_id))})
         if later:
             raise RollbackRefused(
                 f"REM run {run_id} cannot be rolled back: later run(s) {', '.join(later)} "
@@ -543,23 +539,21 @@ def rollback(memory: Memory, run_id: str) -> RollbackResult:
                 restored += 1
         synth = conn.execute("SELECT rid, content FROM nodes WHERE namespace = ? AND rem_run = ?",
                              (ns, run_id)).fetchall()
-        vec_tables = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE name IN ('node_vec', 'node_vec_bit')")]
         for rid, content in synth:
             conn.execute("UPDATE tags SET df = max(df - 1, 0) WHERE tid IN "
                          "(SELECT tid FROM node_tags WHERE rid = ?)", (rid,))
             conn.execute("DELETE FROM node_tags WHERE rid = ?", (rid,))
             conn.execute("INSERT INTO node_fts (node_fts, rowid, content) "
                          "VALUES ('delete', ?, ?)", (rid, content))
-            for table in vec_tables:  # names from the fixed list above, never user input
-                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rid,))
+            conn.execute("DELETE FROM node_vec_bit WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM access_log WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM nodes WHERE rid = ?", (rid,))
         removed = conn.execute("DELETE FROM edges WHERE namespace = ? AND rem_run = ? "
                                "RETURNING eid", (ns, run_id)).fetchall()
         back = conn.execute("UPDATE edges SET live = 1, retired_by = NULL WHERE namespace = ? "
                             "AND retired_by = ? RETURNING eid", (ns, run_id)).fetchall()
-        conn.execute("UPDATE rem_runs SET status = 'rolled_back' WHERE run_id = ?", (run_id,))
+        conn.execute("UPDATE rem_runs SET status = ? WHERE run_id = ?",
+                     (RunStatus.ROLLED_BACK.value, run_id))
         if lease and lease.get("run_id") == run_id:
             conn.execute("DELETE FROM remd_meta WHERE key = ?", (_lease_key(ns),))
     log.info("rem.rolled_back", namespace=ns, run_id=run.run_id, members=restored,

@@ -14,48 +14,57 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import apsw
 import sqlite_vec
 import structlog
 
 from remd.config import StoreConfig
-from remd.errors import DatabaseLocked, InvalidInput, SchemaVersionError, StoreError
-
-T = TypeVar("T")
+from remd.errors import (
+    DatabaseLocked,
+    InvalidInput,
+    PoolExhausted,
+    SchemaVersionError,
+    StoreError,
+)
 
 log = structlog.get_logger("remd.store")
 
 _SCHEMA_FILE = "schema.sql"
 
 
-def _schema_sql() -> str:
+def schema_sql() -> str:
+    """remd/schema.sql: the whole schema of a new file (every migration applied)."""
     return (resources.files("remd") / _SCHEMA_FILE).read_text(encoding="utf-8")
 
 
+def migration_sql(name: str) -> str:
+    """The SQL of one named migration (remd/migrations/NAME.sql)."""
+    return (resources.files("remd") / "migrations" / f"{name}.sql").read_text(encoding="utf-8")
+
+
 def _migration_sql(name: str) -> Callable[[], str]:
-    def read() -> str:
-        return (resources.files("remd") / "migrations" / f"{name}.sql").read_text(
-            encoding="utf-8")
-    return read
+    return lambda: migration_sql(name)
 
 
-# Named migrations, applied in order; each is recorded in remd_migrations in the transaction
-# that applies it. The schema version of a file is the number of migrations it has. Never
-# edit or reorder an entry once released: append a new one.
+# Named migrations, applied in order to a file that lacks them (by name, as remd_migrations
+# records them); a new file gets schema.sql, which equals all of them applied, and records
+# every name. The schema version of a file is the number of migrations it has. Never edit or
+# reorder an entry once released: append a new one, and make the same change in schema.sql.
 MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
-    ("0001_initial", _schema_sql),
+    ("0001_initial", _migration_sql("0001_initial")),
     ("0002_vec_bit", _migration_sql("0002_vec_bit")),  # quantised vectors, tag/FTS indexes
     ("0003_vec_generation", _migration_sql("0003_vec_generation")),  # vector index reloads
     ("0004_node_tags_live", _migration_sql("0004_node_tags_live")),  # live rows of a tag
     ("0005_tag_log", _migration_sql("0005_tag_log")),  # tags changed, for the graph cache
     ("0006_node_log", _migration_sql("0006_node_log")),  # nodes changed, for the node mirror
     ("0007_node_tags_rid_cover", _migration_sql("0007_node_tags_rid_cover")),  # tags by memory
+    ("0008_vectors_once", _migration_sql("0008_vectors_once")),  # vec0 gone: no chunk per ns
 )
 _LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
 # tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.
@@ -238,40 +247,89 @@ class Checkpointer:
 
 
 class Store:
-    """A connection plus the transaction primitive and the migration runner.
+    """The file, through a bounded pool of connections shared by every thread of the process.
 
-    One Store may be shared by threads: a re-entrant lock serialises its transactions, since
-    one SQLite connection can only be in one transaction at a time.
+    A thread that needs the file leases one connection for the outermost ``transaction``,
+    ``snapshot`` or ``connection`` block; nested blocks on the same thread use the same
+    connection (a transaction nested in another is a SAVEPOINT). At most
+    ``store.max_connections`` connections exist; a thread that finds them all leased waits up
+    to ``store.pool_wait_ms`` and then gets :class:`~remd.errors.PoolExhausted` (busy: retry).
+    Connections are opened on demand and kept for the next lease.
     """
 
     def __init__(self, path: str | Path, config: StoreConfig, *, create: bool = True) -> None:
         self.path = str(path)
         self.config = config
-        self.conn = connect(self.path, config, create=create)
+        self.create = create
         self.checkpointer: Checkpointer | None = None
         if config.checkpoint_pages > 0 and self.path != ":memory:":
             self.checkpointer = Checkpointer(self.path, config)
-            self.conn.set_wal_hook(self.checkpointer.hook)
-        self._lock = threading.RLock()
-        self._attached: dict[Hashable, Any] = {}
-        self._attached_lock = threading.Lock()
-        self._depth = 0
+        # ":memory:" is one database per connection: the pool keeps it to one.
+        size = 1 if self.path == ":memory:" else config.max_connections
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: list[apsw.Connection] = []
+        self._idle_lock = threading.Lock()
+        self._local = threading.local()
         self._savepoints = itertools.count()
+        self._closed = False
         self._logs: tuple[str, ...] = ()  # change logs the file has, pruned at each commit
         self.migrate()
-        version = self.schema_version()
-        self._logs = tuple(t for t, v in _LOG_VERSIONS if version >= v)
+        self._logs = tuple(t for t, v in _LOG_VERSIONS if self.schema_version() >= v)
 
-    def attached(self, key: Hashable, make: Callable[[], T],
-                 keep: Callable[[T], bool] | None = None) -> T:
-        """The in-process object kept under ``key`` for this open store (inject's caches and
-        indexes: remd/graphcache.py, nodemirror.py, lexical.py, vectors.py), made by ``make``
-        on first use, or again when ``keep`` says the kept one no longer fits."""
-        with self._attached_lock:
-            obj: T | None = self._attached.get(key)
-            if obj is None or (keep is not None and not keep(obj)):
-                obj = self._attached[key] = make()
-            return obj
+    # -- the pool -----------------------------------------------------------------------
+    def _open(self) -> apsw.Connection:
+        conn = connect(self.path, self.config, create=self.create)
+        if self.checkpointer is not None:
+            conn.set_wal_hook(self.checkpointer.hook)
+        return conn
+
+    @property
+    def conn(self) -> apsw.Connection:
+        """The connection this thread holds (inside a ``connection``, ``snapshot`` or
+        ``transaction`` block). Raises StoreError outside one."""
+        held: apsw.Connection | None = getattr(self._local, "conn", None)
+        if held is None:
+            raise StoreError("no connection is held by this thread (use Store.connection())")
+        return held
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[apsw.Connection]:
+        """A connection leased to this thread for the block (the one it holds already, when
+        nested). Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
+        held: apsw.Connection | None = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        if self._closed:
+            raise StoreError(f"database {self.path!r} is closed")
+        if not self._slots.acquire(timeout=self.config.pool_wait_ms / 1000):
+            raise PoolExhausted(
+                f"all {self.config.max_connections} connections to {self.path!r} are in use "
+                f"(waited {self.config.pool_wait_ms} ms); retry later")
+        try:
+            with self._idle_lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = self._open()
+        except BaseException:
+            self._slots.release()
+            raise
+        self._local.conn, self._local.depth = conn, 0
+        try:
+            yield conn
+        finally:
+            self._local.conn = None
+            if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
+                with contextlib.suppress(apsw.Error):
+                    conn.execute("ROLLBACK")
+            with self._idle_lock:
+                keep = not self._closed
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                with contextlib.suppress(apsw.Error):
+                    conn.close()
+            self._slots.release()
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -282,27 +340,28 @@ class Store:
         busy timeout; raises DatabaseLocked after ``lock_retries`` attempts. apsw errors inside
         the block become StoreError subclasses.
         """
-        with self._lock:
-            if self._depth:
+        with self.connection() as conn:
+            local = self._local
+            if local.depth:
                 name = f"remd_sp{next(self._savepoints)}"
-                self.conn.execute(f"SAVEPOINT {name}")
-                self._depth += 1
+                conn.execute(f"SAVEPOINT {name}")
+                local.depth += 1
                 try:
-                    yield self.conn
+                    yield conn
                 except BaseException:
-                    self.conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
+                    conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
                     raise
                 else:
-                    self.conn.execute(f"RELEASE {name}")
+                    conn.execute(f"RELEASE {name}")
                 finally:
-                    self._depth -= 1
+                    local.depth -= 1
                 return
-            self._begin()
-            self._depth = 1
+            self._begin(conn)
+            local.depth = 1
             try:
-                yield self.conn
+                yield conn
             except BaseException as exc:
-                self._rollback()
+                _rollback(conn)
                 if isinstance(exc, apsw.Error):
                     raise _wrap(exc, self.path) from exc
                 if isinstance(exc, UnicodeEncodeError):  # a bound string with a lone surrogate
@@ -311,18 +370,18 @@ class Store:
             else:
                 try:
                     if self._logs:
-                        _prune_logs(self.conn, self._logs)
-                    self.conn.execute("COMMIT")
+                        _prune_logs(conn, self._logs)
+                    conn.execute("COMMIT")
                 except apsw.Error as exc:
-                    self._rollback()
+                    _rollback(conn)
                     raise _wrap(exc, self.path) from exc
             finally:
-                self._depth = 0
+                local.depth = 0
 
-    def _begin(self) -> None:
+    def _begin(self, conn: apsw.Connection) -> None:
         for attempt in range(self.config.lock_retries + 1):
             try:
-                self.conn.execute("BEGIN IMMEDIATE")
+                conn.execute("BEGIN IMMEDIATE")
                 return
             except apsw.BusyError as exc:
                 if attempt == self.config.lock_retries:
@@ -331,17 +390,12 @@ class Store:
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
 
-    def _rollback(self) -> None:
-        if self.conn.in_transaction:
-            with contextlib.suppress(apsw.Error):
-                self.conn.execute("ROLLBACK")
-
     # -- reads --------------------------------------------------------------------------
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         """Run a read and return all rows; apsw errors become StoreError."""
-        with self._lock:
+        with self.connection() as conn:
             try:
-                return self.conn.execute(sql, params).fetchall()
+                return conn.execute(sql, params).fetchall()
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
             except UnicodeEncodeError as exc:  # a caller's string with a lone surrogate
@@ -358,74 +412,107 @@ class Store:
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[apsw.Connection]:
         """A read transaction: several reads that see one consistent state of the file."""
-        with self._lock:
-            if self._depth:
-                yield self.conn
+        with self.connection() as conn:
+            local = self._local
+            if local.depth:
+                yield conn
                 return
             try:
-                self.conn.execute("BEGIN DEFERRED")
+                conn.execute("BEGIN DEFERRED")
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
-            self._depth = 1
+            local.depth = 1
             try:
-                yield self.conn
+                yield conn
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
             except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
                 raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
             finally:
-                self._depth = 0
-                self._rollback()
+                local.depth = 0
+                _rollback(conn)
 
     # -- schema -------------------------------------------------------------------------
+    def applied(self) -> list[str]:
+        """The names of the migrations recorded in the file, in the order they were applied
+        (empty for a new file)."""
+        with self.connection() as conn:
+            return self._recorded(conn)
+
+    def _recorded(self, conn: apsw.Connection) -> list[str]:
+        """Migration names recorded in the file (none before 0001 made the table)."""
+        if not int_scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                                "AND name = 'remd_migrations'"):
+            return []
+        return [str(r[0]) for r in conn.execute(
+            "SELECT name FROM remd_migrations ORDER BY rowid")]
+
     def schema_version(self) -> int:
-        has_meta = self.scalar(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'remd_meta'"
-        )
-        if not has_meta:
-            return 0
-        value = self.scalar("SELECT value FROM remd_meta WHERE key = 'schema_version'")
-        return int(value) if value is not None else 0
+        """How many of this code's migrations the file has (a file newer than this code has
+        more than SCHEMA_VERSION)."""
+        return len(self.applied())
 
     def migrate(self) -> None:
-        """Apply the migrations this file lacks; refuse a file newer than this code.
+        """Apply, by name, the migrations this file lacks; refuse a file newer than this code.
 
-        Raises SchemaVersionError for a newer file, StoreError for a file that is not ours.
+        Raises SchemaVersionError for a newer file (one that records a migration this code
+        does not know), StoreError for a file that is not ours.
         """
-        if self._check_version(self.schema_version()):
-            return
-        with self.transaction() as conn:
-            # Decide again under the write lock: agents opening a new file together race to
-            # migrate it, and the winner's tables must not make the others call it foreign.
-            version = self.schema_version()
-            if self._check_version(version):
+        with self.connection() as conn:
+            if not self._pending(self._recorded(conn)):
                 return
-            if version == 0 and self.scalar(
-                    "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"):
-                raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
-            for name, sql in MIGRATIONS[version:]:
-                conn.execute(sql())
+            with self.transaction():
+                # Decide again under the write lock: agents opening a new file together race
+                # to migrate it, and the winner's tables must not make the others call it
+                # foreign.
+                done = self._recorded(conn)
+                todo = self._pending(done)
+                if not todo:
+                    return
+                if not done:
+                    if int_scalar(conn, "SELECT count(*) FROM sqlite_master "
+                                        "WHERE name NOT LIKE 'sqlite_%'"):
+                        raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
+                    conn.execute(schema_sql())  # a new file: the whole schema at once
+                else:
+                    for _, sql in todo:
+                        conn.execute(sql())
+                for name, _ in todo:
+                    conn.execute(
+                        "INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
+                        (name, datetime.now(UTC).isoformat(timespec="seconds")))
+                # Kept for readers of older remd versions, which compare it with their own.
                 conn.execute(
-                    "INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
-                    (name, datetime.now(UTC).isoformat(timespec="seconds")),
-                )
-            conn.execute(
-                "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(SCHEMA_VERSION),),
-            )
+                    "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (str(SCHEMA_VERSION),))
 
-    def _check_version(self, version: int) -> bool:
-        """True if the file is current; raises SchemaVersionError if it is newer than us."""
-        if version > SCHEMA_VERSION:
+    def _pending(self, done: list[str]) -> list[tuple[str, Callable[[], str]]]:
+        """The migrations ``done`` lacks, in order. Raises SchemaVersionError when ``done``
+        holds one this code does not know (the file was written by a newer remd)."""
+        known = {name for name, _ in MIGRATIONS}
+        unknown = [name for name in done if name not in known]
+        if unknown:
             raise SchemaVersionError(
-                f"database {self.path!r} has schema version {version}, newer than this remd "
-                f"({SCHEMA_VERSION}); upgrade remd"
-            )
-        return version == SCHEMA_VERSION
+                f"database {self.path!r} has migration {unknown[0]!r} ({len(done)} in all), "
+                f"newer than this remd ({SCHEMA_VERSION}); upgrade remd")
+        have = set(done)
+        return [(name, sql) for name, sql in MIGRATIONS if name not in have]
 
     def close(self) -> None:
-        with self._lock:
-            if self.checkpointer is not None:
-                self.checkpointer.close()
-            self.conn.close()
+        """Close the idle connections (leased ones close when they come back) and stop the
+        checkpointer."""
+        with self._idle_lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(apsw.Error):
+                conn.close()
+        if self.checkpointer is not None:
+            self.checkpointer.close()
+
+
+def _rollback(conn: apsw.Connection) -> None:
+    if conn.in_transaction:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")

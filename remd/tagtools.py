@@ -18,10 +18,11 @@ import apsw
 
 from remd.errors import Conflict, InvalidInput, NotFound
 from remd.models import Node
+from remd.nodes import NODE_COLUMNS, from_rows
 from remd.tagging import normalise_tag
 
 if TYPE_CHECKING:
-    from remd.memory import Memory
+    from remd.engine import Engine
 
 FANOUT = 32  # co-occurrence edges followed per tag, as in inject
 MAX_HIERARCHY = 10_000  # tags visited by one hierarchy traversal (a guard, not a real limit)
@@ -127,17 +128,17 @@ def _names(conn: apsw.Connection, tids: Sequence[int]) -> list[str]:
     return [by_id[t] for t in tids if t in by_id]
 
 
-def subtypes(memory: Memory, tag: str) -> list[str]:
+def subtypes(engine: Engine, ns: str, tag: str) -> list[str]:
     """Every tag below ``tag`` in the hierarchy, nearest first. Raises NotFound."""
-    with memory.store.snapshot() as conn:
-        tid, _ = _need(conn, memory.namespace, tag)
+    with engine.store.snapshot() as conn:
+        tid, _ = _need(conn, ns, tag)
         return _names(conn, _walk(conn, tid, _DOWN))
 
 
-def supertypes(memory: Memory, tag: str) -> list[str]:
+def supertypes(engine: Engine, ns: str, tag: str) -> list[str]:
     """Every tag above ``tag`` in the hierarchy, nearest first. Raises NotFound."""
-    with memory.store.snapshot() as conn:
-        tid, _ = _need(conn, memory.namespace, tag)
+    with engine.store.snapshot() as conn:
+        tid, _ = _need(conn, ns, tag)
         return _names(conn, _walk(conn, tid, _UP))
 
 
@@ -168,7 +169,7 @@ def _cluster(conn: apsw.Connection, seed: int, depth: int, decay: float
     return act
 
 
-def memories_by_tag_cluster(memory: Memory, tag: str, depth: int = 2, *,
+def memories_by_tag_cluster(engine: Engine, ns: str, tag: str, depth: int = 2, *,
                             limit: int = 50) -> TagCluster:
     """The tags around ``tag`` (co-occurrence edges and subtypes, ``depth`` hops, top-32
     edges per tag) and the live memories carrying them, ranked by cluster activation.
@@ -179,12 +180,12 @@ def memories_by_tag_cluster(memory: Memory, tag: str, depth: int = 2, *,
         raise InvalidInput(f"depth must be an integer from 0 to 4, not {depth!r}")
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
         raise InvalidInput(f"limit must be a non-negative integer, not {limit!r}")
-    decay = memory.config.inject.decay
-    per_tag = memory.config.inject.per_tag_cap
-    with memory.store.snapshot() as conn:
-        seed, _ = _need(conn, memory.namespace, tag)
+    decay = engine.config.inject.decay
+    per_tag = engine.config.inject.per_tag_cap
+    with engine.store.snapshot() as conn:
+        seed, _ = _need(conn, ns, tag)
         act = _cluster(conn, seed, depth, decay)
-        ranked = sorted(act, key=lambda t: -act[t])[: memory.config.inject.beam]
+        ranked = sorted(act, key=lambda t: -act[t])[: engine.config.inject.beam]
         score: dict[int, float] = {}
         for tid in ranked:
             for rid, w in conn.execute(
@@ -193,18 +194,16 @@ def memories_by_tag_cluster(memory: Memory, tag: str, depth: int = 2, *,
                 score[int(rid)] = score.get(int(rid), 0.0) + act[tid] * float(w)
         names = dict(zip(ranked, _names(conn, ranked), strict=True))
     top = sorted(score, key=lambda r: (-score[r], -r))[:limit]
-    from remd.memory import NODE_COLUMNS  # noqa: PLC0415 (memory imports this module)
-
-    rows = memory.store.query(
+    rows = engine.store.query(
         f"SELECT {NODE_COLUMNS} FROM nodes WHERE rid IN ({','.join('?' * len(top))})",
         top) if top else []
     order = {rid: i for i, rid in enumerate(top)}
-    nodes = memory.nodes_from_rows(sorted(rows, key=lambda r: order[int(r[0])]))
+    nodes = from_rows(engine.store, sorted(rows, key=lambda r: order[int(r[0])]))
     return TagCluster(tags=tuple((names[t], round(act[t], 6)) for t in ranked),
                       memories=tuple(nodes))
 
 
-def suggest_related_tags(memory: Memory, tags: Iterable[str], *, limit: int = 10
+def suggest_related_tags(engine: Engine, ns: str, tags: Iterable[str], *, limit: int = 10
                          ) -> list[tuple[str, float]]:
     """Existing tags that go with ``tags``: co-occurrence (edge weight, summed over the given
     tags, damped for tags on most memories) plus their hierarchy neighbours. Unknown tags are
@@ -216,11 +215,11 @@ def suggest_related_tags(memory: Memory, tags: Iterable[str], *, limit: int = 10
         raise InvalidInput(f"limit must be a non-negative integer, not {limit!r}")
     names = [normalise_tag(t) for t in tags]
     score: dict[int, float] = {}
-    with memory.store.snapshot() as conn:
-        given = {tid for tid in (_tag_id(conn, memory.namespace, n) for n in names)
+    with engine.store.snapshot() as conn:
+        given = {tid for tid in (_tag_id(conn, ns, n) for n in names)
                  if tid is not None}
         total = conn.execute("SELECT max(df) FROM tags WHERE namespace = ?",
-                             (memory.namespace,)).fetchone()
+                             (ns,)).fetchone()
         biggest = max(1, int(total[0] or 1)) if total else 1
         for tid in given:
             for dst, w, df in conn.execute(
@@ -238,24 +237,24 @@ def suggest_related_tags(memory: Memory, tags: Iterable[str], *, limit: int = 10
 
 
 # -- curating the vocabulary ---------------------------------------------------------------------
-def rename_tag(memory: Memory, old: str, new: str) -> str:
+def rename_tag(engine: Engine, ns: str, old: str, new: str) -> str:
     """Rename a tag (its memories, edges and hierarchy follow); returns the normalised new name.
 
     Raises NotFound if ``old`` is unknown, Conflict if ``new`` exists already (merge instead),
     InvalidInput for an unusable name.
     """
     new_name = normalise_tag(new)
-    with memory.store.transaction() as conn:
-        tid, old_name = _need(conn, memory.namespace, old)
+    with engine.store.transaction() as conn:
+        tid, old_name = _need(conn, ns, old)
         if new_name == old_name:
             return new_name
-        if _tag_id(conn, memory.namespace, new_name) is not None:
+        if _tag_id(conn, ns, new_name) is not None:
             raise Conflict(f"tag {new_name!r} exists already; merge {old_name!r} into it instead")
         conn.execute("UPDATE tags SET name = ? WHERE tid = ?", (new_name, tid))
     return new_name
 
 
-def merge_tags(memory: Memory, src: str, dst: str) -> str:
+def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
     """Fold tag ``src`` into ``dst`` and delete ``src``; returns dst's name.
 
     Memories carrying src carry dst (the higher weight is kept), co-occurrence edges are summed
@@ -263,8 +262,7 @@ def merge_tags(memory: Memory, src: str, dst: str) -> str:
     frequency is recounted. One transaction. Raises NotFound for an unknown tag, Conflict if the
     two are the same tag or the merged hierarchy would have a cycle.
     """
-    ns = memory.namespace
-    with memory.store.transaction() as conn:
+    with engine.store.transaction() as conn:
         s, s_name = _need(conn, ns, src)
         d, d_name = _need(conn, ns, dst)
         if s == d:
@@ -304,7 +302,7 @@ def _dot_id(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def export_tag_graph(memory: Memory, format: Literal["dot", "json"] = "json", *,
+def export_tag_graph(engine: Engine, ns: str, format: Literal["dot", "json"] = "json", *,
                      max_edges: int | None = None) -> str:
     """The namespace's tag graph as Graphviz DOT or JSON (tags with df, weighted co-occurrence
     edges strongest first, subtype links). Raises InvalidInput for another format."""
@@ -312,8 +310,7 @@ def export_tag_graph(memory: Memory, format: Literal["dot", "json"] = "json", *,
         raise InvalidInput(f"tag graph format must be 'dot' or 'json', not {format!r}")
     if max_edges is not None and (not isinstance(max_edges, int) or max_edges < 0):
         raise InvalidInput(f"max_edges must be a non-negative integer, not {max_edges!r}")
-    ns = memory.namespace
-    with memory.store.snapshot() as conn:
+    with engine.store.snapshot() as conn:
         tags = [(str(n), int(df)) for n, df in conn.execute(
             "SELECT name, df FROM tags WHERE namespace = ? ORDER BY name", (ns,))]
         edges = [(str(a), str(b), round(float(w), 6), int(c)) for a, b, w, c in conn.execute(

@@ -10,6 +10,10 @@ Four checks, each a pure function of the stored state and ``now``, each with its
   last activity (otherwise an idle namespace would re-trigger at every check).
 - ``contradictions``: live memories touching a live CONTRADICTS edge / live memories >
   ``max_contradiction_ratio`` (0.08).
+
+:func:`evaluate_all` measures every namespace of a file with a handful of grouped queries (the
+daemon's tick: its cost follows the rows, not the number of namespaces); :func:`evaluate` is
+the same code for one namespace.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import apsw
+
 from remd.models import TriggerReason
 
 if TYPE_CHECKING:
-    from remd.memory import Memory
+    from remd.config import TriggerConfig
+    from remd.engine import Engine
 
 HOUR = 3600.0
 
@@ -62,41 +69,97 @@ class TriggerReport:
                 "triggers": [c.to_dict() for c in self.checks]}
 
 
-def evaluate(memory: Memory, now: float | None = None) -> TriggerReport:
-    """Evaluate every trigger of the memory's namespace at ``now`` (default: its clock).
+@dataclass
+class _Measures:
+    """What the checks of one namespace are computed from (one snapshot)."""
+
+    live: int = 0
+    packs: int = 0
+    mean_importance: float | None = None
+    last_save: float | None = None
+    last_inject: float | None = None
+    last_rem: float | None = None
+    contradicted: int = 0
+
+
+def _measure(conn: apsw.Connection, cfg: TriggerConfig, at: float,
+             namespace: str | None) -> dict[str, _Measures]:
+    """Every namespace's measures (or one namespace's), a grouped query per measure."""
+    # One shape for both: "namespace = ?" lets each query use its namespace index.
+    only, args = ("AND namespace = ?", (namespace,)) if namespace is not None else ("", ())
+    # The namespaces are those holding memories (the daemon's list); one asked for is there
+    # whatever it holds.
+    out: dict[str, _Measures] = {} if namespace is None else {namespace: _Measures()}
+
+    def at_ns(ns: str) -> _Measures:
+        found = out.get(ns)
+        if found is None:
+            found = out[ns] = _Measures()
+        return found
+
+    for ns, n in conn.execute(
+            f"SELECT namespace, count(*) FROM nodes WHERE status = 'live' {only} "
+            "GROUP BY namespace", args):
+        at_ns(ns).live = int(n)
+    # Saves by people and agents, not nodes written by REM itself.
+    for ns, t in conn.execute(
+            f"SELECT namespace, max(created_at) FROM nodes WHERE rem_run IS NULL {only} "
+            "GROUP BY namespace", args):
+        at_ns(ns).last_save = t
+    for ns, t in conn.execute(
+            f"SELECT namespace, max(created_at) FROM packs WHERE 1 {only} GROUP BY namespace",
+            args):
+        if ns in out:
+            out[ns].last_inject = t
+    for ns, t in conn.execute(
+            f"SELECT namespace, max(started_at) FROM rem_runs WHERE status != 'rolled_back' "
+            f"{only} GROUP BY namespace", args):
+        if ns in out:
+            out[ns].last_rem = t
+    # The items of each namespace's last retrieval_window_packs packs (up to ``at``).
+    for ns, packs, mean in conn.execute(
+            f"WITH recent AS (SELECT pack_id, namespace FROM (SELECT pack_id, namespace, "
+            f"row_number() OVER (PARTITION BY namespace ORDER BY created_at DESC) AS n "
+            f"FROM packs WHERE created_at <= ? {only}) WHERE n <= ?) "
+            "SELECT r.namespace, count(DISTINCT r.pack_id), avg(i.importance) FROM recent r "
+            "LEFT JOIN pack_items i ON i.pack_id = r.pack_id GROUP BY r.namespace",
+            (at, *args, cfg.retrieval_window_packs)):
+        if ns in out:
+            out[ns].packs, out[ns].mean_importance = int(packs), mean
+    for ns, n in conn.execute(
+            f"SELECT namespace, count(*) FROM nodes WHERE status = 'live' {only} AND id IN ("
+            f"SELECT src FROM edges WHERE type = 'CONTRADICTS' AND live = 1 {only} UNION "
+            f"SELECT dst FROM edges WHERE type = 'CONTRADICTS' AND live = 1 {only}) "
+            "GROUP BY namespace", args * 3):
+        if ns in out:
+            out[ns].contradicted = int(n)
+    return out
+
+
+def evaluate_all(engine: Engine, now: float | None = None) -> list[TriggerReport]:
+    """Every namespace's triggers at ``now`` (default: the engine's clock), sorted by
+    namespace. Reads only; raises StoreError if the file can't be read."""
+    at = engine.clock() if now is None else now
+    cfg = engine.config.triggers
+    with engine.store.snapshot() as conn:
+        measured = _measure(conn, cfg, at, None)
+    return [_report(ns, at, cfg, m) for ns, m in sorted(measured.items())]
+
+
+def evaluate(engine: Engine, namespace: str, now: float | None = None) -> TriggerReport:
+    """One namespace's triggers at ``now`` (default: the engine's clock).
 
     Reads only; raises StoreError if the file can't be read.
     """
-    at = memory.clock() if now is None else now
-    cfg = memory.config.triggers
-    ns = memory.namespace
-    store = memory.store
-    with store.snapshot():
-        live = int(store.scalar(
-            "SELECT count(*) FROM nodes WHERE namespace = ? AND status = 'live'", (ns,)))
-        packs = store.query(
-            "SELECT pack_id FROM packs WHERE namespace = ? AND created_at <= ? "
-            "ORDER BY created_at DESC LIMIT ?", (ns, at, cfg.retrieval_window_packs))
-        mean_imp = None
-        if packs:
-            marks = ",".join("?" * len(packs))
-            mean_imp = store.scalar(
-                f"SELECT avg(importance) FROM pack_items WHERE pack_id IN ({marks})",
-                [p[0] for p in packs])
-        # Saves by people and agents, not nodes written by REM itself.
-        last_save = store.scalar(
-            "SELECT max(created_at) FROM nodes WHERE namespace = ? AND rem_run IS NULL", (ns,))
-        last_inject = store.scalar(
-            "SELECT max(created_at) FROM packs WHERE namespace = ?", (ns,))
-        last_rem = store.scalar(
-            "SELECT max(started_at) FROM rem_runs WHERE namespace = ? "
-            "AND status != 'rolled_back'", (ns,))
-        contradicted = int(store.scalar(
-            "SELECT count(*) FROM nodes WHERE namespace = ? AND status = 'live' AND id IN ("
-            "SELECT src FROM edges WHERE namespace = ? AND type = 'CONTRADICTS' AND live = 1 "
-            "UNION SELECT dst FROM edges WHERE namespace = ? AND type = 'CONTRADICTS' "
-            "AND live = 1)", (ns, ns, ns)))
+    at = engine.clock() if now is None else now
+    cfg = engine.config.triggers
+    with engine.store.snapshot() as conn:
+        measured = _measure(conn, cfg, at, namespace)
+    return _report(namespace, at, cfg, measured.get(namespace, _Measures()))
 
+
+def _report(ns: str, at: float, cfg: TriggerConfig, m: _Measures) -> TriggerReport:
+    live, mean_imp, contradicted = m.live, m.mean_importance, m.contradicted
     disabled = set(cfg.disabled)
     checks: list[TriggerCheck] = []
 
@@ -119,15 +182,15 @@ def evaluate(memory: Memory, now: float | None = None) -> TriggerReport:
         low = mean_imp < cfg.min_retrieval_importance
         add(TriggerReason.RETRIEVAL_QUALITY, low, round(float(mean_imp), 6),
             cfg.min_retrieval_importance,
-            f"mean importance of the items of the last {len(packs)} pack(s) is "
+            f"mean importance of the items of the last {m.packs} pack(s) is "
             f"{mean_imp:.3f} {'<' if low else '>='} {cfg.min_retrieval_importance}")
 
-    activity = max((t for t in (last_save, last_inject) if t is not None), default=None)
+    activity = max((t for t in (m.last_save, m.last_inject) if t is not None), default=None)
     if activity is None:
         add(TriggerReason.IDLE, False, None, cfg.idle_hours, "no save or inject yet")
     else:
         hours = max(0.0, at - activity) / HOUR
-        consolidated = last_rem is not None and last_rem >= activity
+        consolidated = m.last_rem is not None and m.last_rem >= activity
         idle = hours > cfg.idle_hours and not consolidated
         text = f"last save/inject {hours:.2f} h ago ({'>' if hours > cfg.idle_hours else '<='}" \
                f" {cfg.idle_hours} h)"

@@ -50,7 +50,7 @@ def write_vectors(conn: apsw.Connection, namespace: str, rids: Sequence[int],
                   vectors: npt.ArrayLike) -> None:
     """Store the quantised copy of freshly computed embeddings (inside the caller's transaction).
 
-    Called wherever node_vec is written, so the two tables always hold the same rows.
+    ``node_vec_bit`` is the one store of vectors (migration 0008).
     """
     m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
     bits = quantise(m)
@@ -92,12 +92,16 @@ class BitIndex:
         cap = self._planes.shape[1]
         if need <= cap:
             return
-        new_cap = max(need, 2 * cap, 1024)
+        new_cap = max(need, 2 * cap, 64)
         planes = np.zeros((_WORDS, new_cap), np.uint64)
         planes[:, :self._n] = self._planes[:, :self._n]
         rids = np.zeros(new_cap, np.int64)
         rids[:self._n] = self._rids[:self._n]
         self._planes, self._rids = planes, rids
+
+    def nbytes(self) -> int:
+        """What the index holds in memory (for the cache budget)."""
+        return int(self._planes.nbytes + self._rids.nbytes)
 
     def _loaded(self, rid: int) -> bool:
         i = int(np.searchsorted(self._rids[:self._n], rid))
@@ -229,25 +233,29 @@ def _distances(planes: U64, q: U64, lo: int, hi: int) -> npt.NDArray[np.uint16]:
     return dist
 
 
-def index_for(store: Store, namespace: str) -> BitIndex:
-    """The (lazily built) in-process index of one namespace of one open store."""
-    return store.attached(("bitindex", namespace), lambda: BitIndex(namespace))
-
-
-def knn(store: Store, namespace: str, query: npt.ArrayLike, k: int, *,
+def knn(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike, k: int, *,
         rerank: int = 8) -> list[tuple[int, float]]:
-    """Up to ``k * rerank`` (rid, cosine similarity) pairs, most similar first.
+    """Up to ``k * rerank`` (rid, cosine similarity) pairs, most similar first, with the
+    namespace's index brought to ``conn``'s snapshot first.
 
     Every status is included (the caller keeps the live ones, which is why it gets more than k).
-    Runs in one read snapshot; raises StoreError if the file can't be read.
     """
     q = unit(query)
     if k <= 0 or q is None:
         return []
-    index = index_for(store, namespace)
-    with store.snapshot() as conn:
-        index.refresh(conn)
-        return exact(conn, index.candidates(q, k * max(1, rerank)), q)
+    index.refresh(conn)
+    return exact(conn, index.candidates(q, k * max(1, rerank)), q)
+
+
+def exact_scan(store: Store, namespace: str, query: npt.ArrayLike, k: int
+               ) -> list[tuple[int, float]]:
+    """(rid, cosine distance) of the k nearest of every stored vector of the namespace (every
+    status), nearest first: an exact scan with sqlite-vec's ``vec_distance_cosine``, for
+    ``nearest(exact=True)``."""
+    blob = np.asarray(query, dtype=np.float32).reshape(-1).tobytes()
+    return [(int(r), float(d)) for r, d in store.query(
+        "SELECT rid, vec_distance_cosine(vec, ?) AS d FROM node_vec_bit WHERE namespace = ? "
+        "ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
 
 
 def unit(query: npt.ArrayLike) -> F32 | None:
@@ -307,7 +315,7 @@ def _pools(kind: str) -> ThreadPoolExecutor:
         return pool
 
 
-def start_scan(store: Store, namespace: str, conn: apsw.Connection, query: npt.ArrayLike,
+def start_scan(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike,
                want: int) -> Scan | None:
     """Bring the namespace's bit index to ``conn``'s snapshot and start the Hamming pre-filter
     for the ``want`` nearest: on a worker thread for large namespaces, so the caller can do
@@ -316,7 +324,6 @@ def start_scan(store: Store, namespace: str, conn: apsw.Connection, query: npt.A
     q = unit(query)
     if q is None:
         return None
-    index = index_for(store, namespace)
     index.refresh(conn)
     if len(index) < _SCAN_THREAD_MIN:
         return Scan(q, index.candidates(q, want))

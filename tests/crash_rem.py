@@ -46,10 +46,11 @@ import structlog
 
 from remd import Memory
 from remd.consolidate import ClusterWriter
-from remd.exchange import import_lines, iso
+from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.synthesis import LLMSynthesiser, Synthesiser
-from remd.vectors import BitIndex, index_for, knn
+from remd.vectors import BitIndex
+from tests.helpers import knn
 from tests.llm_server import Behaviour, LLMServer, slow
 from tests.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line
 from tests.test_rem import dump as rem_dump
@@ -76,7 +77,7 @@ def build_db(path: Path, topics: int = 12) -> None:
     lines += [json.dumps({"edge": {"src": s, "dst": d, "type": k, "weight": w,
                                    "created_at": iso(YEAR_AGO)}}) for s, d, k, w in edges]
     with Memory(path, clock=lambda: NOW) as m:
-        import_lines(m, lines)
+        m.import_lines(lines)
         m.refresh_importance(NOW)  # every run refreshes at NOW first: compare after that
 
 
@@ -220,7 +221,7 @@ def bit_index_matches(m: Memory) -> int:
     """The in-process bit index of this Memory equals one built fresh from the file, and every
     stored vector finds its own node among its three nearest by the index's bits (a stale
     row there would not). Returns how many vectors were probed."""
-    mine, fresh = index_for(m.store, m.namespace), BitIndex(m.namespace)
+    mine, fresh = m.engine.caches.view(m.namespace).bits, BitIndex(m.namespace)
     with m.store.snapshot() as conn:
         mine.refresh(conn)
         fresh.refresh(conn)
@@ -585,7 +586,7 @@ class CrashLoop:
                                    "WHERE run_id = ?", (r,)) == ("interrupted", 1), r
                 t.interrupted_runs_marked += 1
             check(m, self.base)
-            knn(m.store, m.namespace, [1.0] * 384, 8)  # load this process's vector index
+            knn(m, m.namespace, [1.0] * 384, 8)  # load this process's vector index
             t.vectors_probed += bit_index_matches(m)
             m.rollback(run.run_id or "")
             assert dump(m) == snapshot, "rolling back a completed run is not exact"
@@ -600,7 +601,7 @@ class CrashLoop:
         memory (real embedder), so run it last. Returns the reused rid."""
         with Memory(self.db, clock=lambda: NOW) as m:
             run = m.run_rem(now=NOW)
-            knn(m.store, m.namespace, [1.0] * 384, 8)
+            knn(m, m.namespace, [1.0] * 384, 8)
             freed = {r[0] for r in m.store.query("SELECT rid FROM nodes WHERE rem_run = ?",
                                                  (run.run_id,))}
             m.rollback(run.run_id or "")

@@ -144,11 +144,10 @@ def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> Non
     acknowledged save survives (live, or folded into an existing synthesis), the REM
     invariants hold after each kill, each restart marks the killed run interrupted, and the
     last restart finishes the cycle and stops cleanly on SIGTERM."""
-    from remd.exchange import import_lines
     from tests.test_rem import fragments, old_lines
 
     with Memory(db_path, "work", clock=lambda: NOW) as m:
-        import_lines(m, old_lines(fragments(12)))
+        m.import_lines(old_lines(fragments(12)))
         base = Baseline.of(m)
     server = EchoLLM(delay=0.1)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},

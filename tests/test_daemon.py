@@ -25,13 +25,14 @@ import pytest
 import structlog
 from click.testing import CliRunner
 
-from remd import ConfigError, InvalidInput, Memory, load_config
+from remd import ConfigError, InvalidInput, Memory, StoreError, load_config
 from remd.cli import main
-from remd.daemon import Daemon, MemoryPool, freeze_heap
-from remd.exchange import import_lines, iso
+from remd.daemon import Daemon
+from remd.exchange import iso
 from remd.logs import REDACTED, configure_logging
 from remd.notify import Notifier
 from remd.rem import ClusterOutcome
+from remd.serving import EngineHost, freeze_heap
 from tests.llm_server import slow
 
 DAY = 86400.0
@@ -62,7 +63,7 @@ def old_fragments(topics: list[dict[str, Any]] = TOPICS) -> list[str]:
 
 def fill(db: Path, namespace: str, lines: list[str]) -> None:
     with Memory(db, namespace, clock=lambda: NOW) as m:
-        import_lines(m, lines)
+        m.import_lines(lines)
 
 
 def statuses(db: Path, namespace: str) -> dict[str, str]:
@@ -117,8 +118,11 @@ def test_tick_consolidates_only_the_namespaces_whose_trigger_fires(
     work = statuses(db_path, "work")
     assert list(work.values()).count("live") < 18 and "deprecated" in work.values()
 
-    events = [e["event"] for e in logs]
-    assert events.count("triggers.evaluated") == 2
+    # One summary line per tick, whatever the number of namespaces; a line per fired one.
+    summary = [e for e in logs if e["event"] == "tick.evaluated"]
+    assert len(summary) == 1 and summary[0]["namespaces"] == 2
+    assert summary[0]["fired"] == 1 and summary[0]["runs"] == 1
+    assert [e["namespace"] for e in logs if e["event"] == "triggers.fired"] == ["work"]
     finished = next(e for e in logs if e["event"] == "cycle.finished")
     assert finished["namespace"] == "work" and finished["status"] == "completed"
     assert finished["live_before"] == 18 and finished["synthesised"] >= 1
@@ -332,23 +336,27 @@ def test_serve_refuses_a_taken_port(db_path: Path) -> None:
     assert result.exit_code == 1 and "cannot listen" in result.stderr
 
 
-# -- the memory pool used by the front ends --------------------------------------------------
-def test_pool_leases_one_memory_per_request_and_reuses_idle_ones(db_path: Path) -> None:
-    pool = MemoryPool(db_path, load_config(env={}), embedder=None, keep=1)
-    with pool.lease("a") as first, pool.lease("a") as second:
-        assert first is not second  # concurrent requests never share a connection
-        first.save("alpha memory")
-    with pool.lease("a") as again:
-        assert again is first or again is second
-        assert [n.content for n in again.recent()] == ["alpha memory"]
-    with pool.lease("b") as other:
-        assert other.recent() == []  # nothing crosses namespaces
-    with pytest.raises(InvalidInput), pool.lease("bad namespace"):
-        pass
-    pool.reconfigure(load_config(env={}, overrides={"store": {"max_content_chars": 5}}), None)
-    with pool.lease("a") as fresh:
-        assert fresh.config.store.max_content_chars == 5
-    pool.close()
+# -- the engine the front ends serve from ---------------------------------------------------
+def test_host_serves_every_namespace_from_one_engine_and_swaps_it_on_reload(
+        db_path: Path) -> None:
+    host = EngineHost(db_path, load_config(env={}), embedder=None)
+    with host.lease() as first, host.lease() as second:
+        assert first is second  # one engine: one pool and one set of caches for all
+        Memory.bound(first, "a").save("alpha memory")
+        assert Memory.bound(second, "b").recent() == []  # nothing crosses namespaces
+    with pytest.raises(InvalidInput):
+        Memory.bound(host.engine, "bad namespace")
+    with host.lease() as old:
+        host.reconfigure(load_config(env={}, overrides={"store": {"max_content_chars": 5}}),
+                         None)
+        # A request in flight keeps its engine until it is done.
+        assert [n.content for n in Memory.bound(old, "a").recent()] == ["alpha memory"]
+    with host.lease() as fresh:
+        assert fresh is not old and fresh.config.store.max_content_chars == 5
+        assert [n.content for n in Memory.bound(fresh, "a").recent()] == ["alpha memory"]
+    with pytest.raises(StoreError, match="closed"):
+        old.store.query("SELECT 1")
+    host.close()
 
 
 # -- logging ---------------------------------------------------------------------------------

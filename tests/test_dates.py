@@ -106,7 +106,7 @@ TURNS = [
 
 def dated_corpus(db: Path, clock: Clock, weight: float) -> tuple[Memory, list[str]]:
     mem = Memory(db, config=Config(inject=InjectConfig(date_weight=weight)))
-    mem.clock = clock
+    mem.engine.clock = clock  # the fixture opened it with the real clock
     ids = []
     for when, text in zip((ts(2023, 3, 2), ts(2023, 5, 8), ts(2023, 9, 20)), TURNS, strict=True):
         clock.now = when + 10 * 3600

@@ -97,12 +97,11 @@ def test_distil_is_bounded_deterministic_and_never_empty(sentences: list[list[st
 
 def test_the_configured_density_reaches_the_rem_cycle(tmp_path: Path) -> None:
     from remd import Config, Memory
-    from remd.exchange import import_lines
     from tests.test_rem import NOW, fragments, old_lines
 
     config = Config.model_validate({"rem": {"offline_density": 0.4}})
     with Memory(tmp_path / "d.db", config=config, clock=lambda: NOW) as m:
-        import_lines(m, old_lines(fragments(3)))
+        m.import_lines(old_lines(fragments(3)))
         run = m.run_rem(now=NOW)
         assert run.synthesised >= 1
         row = m.store.one("SELECT model FROM rem_runs WHERE run_id = ?",

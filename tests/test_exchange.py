@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remd import InvalidInput, Memory, NodeStatus
-from remd.exchange import export_lines, import_lines
 
 
 def _seed(m: Memory) -> None:
@@ -22,10 +21,10 @@ def _seed(m: Memory) -> None:
 def test_export_import_export_is_identical(tmp_path: Path) -> None:
     with Memory(tmp_path / "a.db") as a:
         _seed(a)
-        first = list(export_lines(a))
+        first = list(a.export_lines())
     with Memory(tmp_path / "b.db") as b:
-        result = import_lines(b, first)
-        second = list(export_lines(b))
+        result = b.import_lines(first)
+        second = list(b.export_lines())
         assert b.stats().pending_embeddings == 0
     assert result.imported == 8 and result.edges == 2
     assert second == first
@@ -36,8 +35,8 @@ def test_export_import_export_is_identical(tmp_path: Path) -> None:
 def test_reimport_into_same_namespace_skips_existing(tmp_path: Path) -> None:
     with Memory(tmp_path / "a.db", embedder=None) as a:
         _seed(a)
-        lines = list(export_lines(a))
-        result = import_lines(a, lines)
+        lines = list(a.export_lines())
+        result = a.import_lines(lines)
         assert result.imported == 0 and result.skipped == 8
 
 
@@ -45,9 +44,9 @@ def test_import_into_other_namespace_gets_fresh_ids(tmp_path: Path) -> None:
     db = tmp_path / "a.db"
     with Memory(db, "one", embedder=None) as one:
         _seed(one)
-        lines = list(export_lines(one))
+        lines = list(one.export_lines())
     with Memory(db, "two", embedder=None) as two:
-        assert import_lines(two, lines).imported == 8
+        assert two.import_lines(lines).imported == 8
         assert two.stats().nodes == 8
     with Memory(db, "one", embedder=None) as one:
         assert one.stats().nodes == 8
@@ -60,7 +59,7 @@ def test_import_old_history_with_real_dates_replays_facts(tmp_path: Path) -> Non
         json.dumps({"content": "Bought a bike", "created_at": "2023-06-01T00:00:00+02:00"}),
     ]
     with Memory(tmp_path / "h.db") as m:
-        assert import_lines(m, lines).imported == 3
+        assert m.import_lines(lines).imported == 3
         live = {n.content: n for n in m.recent(10)}
         assert set(live) == {"I moved to Lyon", "Bought a bike"}
         paris = m.recent(10, include_inactive=True)[-1]
@@ -80,7 +79,7 @@ def test_bad_line_imports_nothing(tmp_path: Path, bad: str) -> None:
     with Memory(tmp_path / "x.db", embedder=None) as m:
         m.save("already here")
         with pytest.raises(InvalidInput, match="line 2"):
-            import_lines(m, [json.dumps({"content": "good line"}), bad])
+            m.import_lines([json.dumps({"content": "good line"}), bad])
         assert [n.content for n in m.recent(10)] == ["already here"]
 
 
@@ -92,7 +91,7 @@ def test_round_trip_property(tmp_path_factory: pytest.TempPathFactory, texts: li
     d = tmp_path_factory.mktemp("rt")
     with Memory(d / "a.db", embedder=None) as a:
         a.save_many(texts)
-        first = list(export_lines(a))
+        first = list(a.export_lines())
     with Memory(d / "b.db", embedder=None) as b:
-        import_lines(b, first)
-        assert list(export_lines(b)) == first
+        b.import_lines(first)
+        assert list(b.export_lines()) == first

@@ -59,8 +59,9 @@ def test_full_database_fails_cleanly_without_partial_writes(db_path: Path) -> No
         m.save("a memory written before the disk filled up")
         before = _contents(m)
         pages = m.store.scalar("PRAGMA page_count")
-        m.store.conn.execute(f"PRAGMA max_page_count = {int(pages) + 2}")
-        with pytest.raises(StoreError, match="full"):
+        # The pragma is per connection: hold one for the writes.
+        with m.store.connection() as conn, pytest.raises(StoreError, match="full"):
+            conn.execute(f"PRAGMA max_page_count = {int(pages) + 2}")
             m.save_many([f"bulk memory number {i} " + "padding words " * 40
                          for i in range(400)])
         assert _contents(m) == before

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remd import Memory, RemdError, load_config
-from remd.daemon import MemoryPool
 from remd.http import HttpServer, create_app
+from remd.serving import EngineHost
 from remd.tokens import TokenCounter
 from tests.test_http import serve
 
@@ -223,11 +223,11 @@ def test_http_fuzz_answers_4xx_json_never_500(
         assert m.store.query("SELECT id, content, status FROM nodes ORDER BY rid")[:3] == before
 
 
-class _BuggyPool(MemoryPool):
-    """A pool whose every lease hits a bug (an exception that is not a RemdError)."""
+class _BuggyPool(EngineHost):
+    """A host whose every lease hits a bug (an exception that is not a RemdError)."""
 
-    def lease(self, namespace: str) -> Any:
-        raise RuntimeError(f"bug while leasing {namespace!r}")
+    def lease(self) -> Any:
+        raise RuntimeError(f"bug while leasing {self.db!r}")
 
 
 def test_a_bug_behind_the_api_is_a_json_500_and_a_logged_event(db_path: Path) -> None:

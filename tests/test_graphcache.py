@@ -17,10 +17,7 @@ import pytest
 
 import remd.store as store_mod
 from remd import Config, Memory
-from remd.exchange import import_lines
-from remd.graphcache import cache_for
-from remd.lexical import counts_for
-from remd.nodemirror import GONE, KINDS, STATUS, mirror_for
+from remd.nodemirror import GONE, KINDS, STATUS
 from tests.test_rem import NOW, fragments, old_lines
 
 WORDS = ["garden", "tomato", "harbour", "ferry", "violin", "concert", "budget", "invoice",
@@ -30,8 +27,7 @@ WORDS = ["garden", "tomato", "harbour", "ferry", "violin", "concert", "budget", 
 
 def check_cache(m: Memory) -> int:
     """Every cached row equals SQL's in one snapshot; returns how many entries were checked."""
-    cfg = m.config.inject
-    cache = cache_for(m.store, cfg.graph_cache_tags)
+    cache = m.engine.caches.view(m.namespace).graph
     checked = 0
     with m.store.snapshot() as conn:
         cache.sync(conn)
@@ -55,7 +51,7 @@ def check_cache(m: Memory) -> int:
 
 def check_terms(m: Memory) -> int:
     """Every cached FTS5 posting count equals a fresh capped count in the same snapshot."""
-    counts = counts_for(m.store)
+    counts = m.engine.caches.terms
     with m.store.snapshot() as conn:
         counts.sync(conn)
         for (stem, cap), n in counts.counts.items():
@@ -68,7 +64,7 @@ def check_terms(m: Memory) -> int:
 
 def check_mirror(m: Memory) -> int:
     """The node mirror holds exactly the namespace's rows, with SQL's values."""
-    mirror = mirror_for(m.store, m.namespace)
+    mirror = m.engine.caches.view(m.namespace).mirror
     with m.store.snapshot() as conn:
         mirror.refresh(conn)
         rows = conn.execute(
@@ -149,7 +145,7 @@ def write_something(rng: random.Random, writer: Memory, reader: Memory, runs: li
     elif op == "rollback" and runs:
         writer.rollback(runs.pop())
     elif op == "import":
-        import_lines(writer, old_lines(fragments(rng.randint(1, 2))), embed=False)
+        writer.import_lines(old_lines(fragments(rng.randint(1, 2))), embed=False)
     return op
 
 
@@ -158,7 +154,7 @@ def test_caches_match_sqlite_after_every_kind_of_write(pair: tuple[Memory, Memor
                                                        seed: int) -> None:
     reader, writer = pair
     rng = random.Random(seed)
-    import_lines(writer, old_lines(fragments(2)), embed=False)
+    writer.import_lines(old_lines(fragments(2)), embed=False)
     writer.save_many([sentence(rng) for _ in range(40)])
     runs: list[str] = []
     ops: set[str] = set()
@@ -198,7 +194,7 @@ def test_a_pruned_log_makes_readers_reload(pair: tuple[Memory, Memory],
     rng = random.Random(9)
     writer.save_many([sentence(rng) for _ in range(20)])
     reader.inject("garden tomato", 500)
-    mirror = mirror_for(reader.store, reader.namespace)
+    mirror = reader.engine.caches.view(reader.namespace).mirror
     loads = mirror.reloads
     for _ in range(80):  # far more log rows than are kept
         writer.save(sentence(rng))
@@ -216,6 +212,6 @@ def test_caching_off_reads_sqlite_every_time(db_path: Path) -> None:
         m.save_many([sentence(random.Random(i)) for i in range(20)])
         first = m.inject("garden tomato harbour", 300)
         again = m.inject("garden tomato harbour", 300)
-        cache = cache_for(m.store, 0)
+        cache = m.engine.caches.view(m.namespace).graph
         assert not cache.edges and not cache.members and not cache.info
         assert [i.id for i in first.items] == [i.id for i in again.items]

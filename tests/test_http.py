@@ -18,8 +18,8 @@ from pydantic import SecretStr
 from remd import Memory, load_config
 from remd.cli import main
 from remd.config import Config
-from remd.daemon import MemoryPool
 from remd.http import HttpServer, create_app
+from remd.serving import EngineHost
 from remd.tokens import TokenCounter
 from tests.test_daemon import Served
 
@@ -27,9 +27,9 @@ TOKEN = "s3cret-token-7a1f0c"
 
 
 def serve(db: Path, config: Config | None = None, *, token: str | None = None,
-          max_body_bytes: int = 1_048_576) -> tuple[HttpServer, MemoryPool]:
+          max_body_bytes: int = 1_048_576) -> tuple[HttpServer, EngineHost]:
     config = config or load_config(env={})
-    pool = MemoryPool(db, config, embedder=None, keep=2)
+    pool = EngineHost(db, config, embedder=None)
     app = create_app(pool, token=SecretStr(token) if token else None,
                      max_body_bytes=max_body_bytes)
     server = HttpServer(app, "127.0.0.1", 0)

@@ -79,16 +79,16 @@ def test_old_unused_fragments_score_low_and_fresh_ones_do_not(db_path: Path,
         clock.advance(YEAR)
         fresh = m.save("Lunch with the Lisbon team is moved to Thursday")
         now = clock.now
-        scores = refresh_importance(m, now)
+        scores = refresh_importance(m.engine, m.namespace, now)
         by_id = dict(zip(scores.ids, scores.scores.importance, strict=True))
         assert by_id[old.id] == pytest.approx(0.25 * math.exp(-7.3) + 0.1, abs=1e-6)
         assert by_id[fresh.id] == pytest.approx(0.35, abs=1e-6)
         assert by_id[old.id] < m.config.rem.tau < by_id[fresh.id]
         assert m.get(old.id).importance == pytest.approx(by_id[old.id])  # stored
         # A pure function of now: the same now gives the same values; a later one decays.
-        again = compute_importance(m, now)
+        again = compute_importance(m.engine, m.namespace, now)
         assert np.array_equal(again.scores.importance, scores.scores.importance)
-        later = compute_importance(m, now + 30 * DAY)
+        later = compute_importance(m.engine, m.namespace, now + 30 * DAY)
         assert dict(zip(later.ids, later.scores.importance, strict=True))[fresh.id] < 0.35
 
 
@@ -101,7 +101,7 @@ def test_accesses_in_the_window_raise_importance(db_path: Path, clock: Clock) ->
         used = {item.id for item in pack.items}
         assert len(used) == 1
         now = clock.now
-        s = compute_importance(m, now)
+        s = compute_importance(m.engine, m.namespace, now)
         imp = dict(zip(s.ids, s.scores.importance, strict=True))
         acc = dict(zip(s.ids, s.scores.access_freq, strict=True))
         (hit,) = used
@@ -109,7 +109,7 @@ def test_accesses_in_the_window_raise_importance(db_path: Path, clock: Clock) ->
         assert acc[hit] == 1.0 and acc[miss] == 0.0
         assert imp[hit] > imp[miss]
         # Outside the 30-day window the access no longer counts towards the frequency.
-        s2 = compute_importance(m, now + 31 * DAY)
+        s2 = compute_importance(m.engine, m.namespace, now + 31 * DAY)
         assert dict(zip(s2.ids, s2.scores.access_freq, strict=True))[hit] == 0.0
 
 
@@ -122,7 +122,7 @@ def test_centrality_counts_only_edges_between_live_memories(db_path: Path,
             m.save(f"Billing detail {i} depends on [[memory:{hub.id}]]")
         m.save("My city is Pune")
         newer = m.save("My city has changed to Mumbai")  # SUPERSEDES an old, superseded node
-        s = compute_importance(m, clock.now)
+        s = compute_importance(m.engine, m.namespace, clock.now)
         cen = dict(zip(s.ids, s.scores.centrality, strict=True))
         assert cen[hub.id] == 1.0
         assert all(cen[p.id] == 0.0 for p in plain)
@@ -135,7 +135,7 @@ def test_contradicted_memories_lose_confidence_and_importance(db_path: Path,
         claim = m.save("The release train leaves every second Tuesday")
         m.save(f"That contradicts [[memory:{claim.id}]]: it is every Wednesday now")
         m.save(f"Also in conflict with [[memory:{claim.id}]], trains are weekly")
-        s = compute_importance(m, clock.now)
+        s = compute_importance(m.engine, m.namespace, clock.now)
         conf = dict(zip(s.ids, s.scores.confidence, strict=True))
         assert conf[claim.id] < m.config.importance.low_confidence  # flagged whatever else
 

@@ -20,8 +20,9 @@ from remd.config import EmbedConfig, InjectConfig
 from remd.embed import make_embedder
 from remd.tagging import extract_query_tags
 from remd.tokens import get_encoding
-from remd.vectors import index_for, knn
+from remd.vectors import write_vectors
 from tests.conftest import Clock
+from tests.helpers import knn
 
 DAY = 86400.0
 FOOD = "I'm allergic to peanuts and I prefer dark chocolate"
@@ -60,7 +61,7 @@ def check_pack(pack: Pack, saved: set[str]) -> None:
 
 @pytest.fixture
 def corpus(mem: Memory, clock: Clock) -> Memory:
-    mem.clock = clock
+    mem.engine.clock = clock  # the fixture opened it with the real clock
     mem.save_many([FOOD, FLIGHT, *DISTRACTORS])
     return mem
 
@@ -160,7 +161,7 @@ def test_without_embedder_tags_and_words_still_work(db_path: Path) -> None:
 
 
 def test_superseded_fact_is_never_injected_its_successor_is(mem: Memory, clock: Clock) -> None:
-    mem.clock = clock
+    mem.engine.clock = clock  # the fixture opened it with the real clock
     old = mem.save("My city is Bangalore")
     clock.advance(DAY)
     new = mem.save("My city has changed to Mumbai")
@@ -262,7 +263,7 @@ def test_bit_knn_matches_exact_cosine_on_real_embeddings(db_path: Path) -> None:
         m.save_many(texts)
         embedder = m.embedder
         assert embedder is not None
-        rows = m.store.query("SELECT rowid, embedding FROM node_vec")
+        rows = m.store.query("SELECT rid, vec FROM node_vec_bit")
         mat = np.stack([np.frombuffer(r[1], np.float32) for r in rows])
         rids = np.array([r[0] for r in rows])
         hits = 0
@@ -270,16 +271,17 @@ def test_bit_knn_matches_exact_cosine_on_real_embeddings(db_path: Path) -> None:
         for q in queries:
             vec = embedder.embed([q])[0]
             exact = set(rids[np.argsort(-(mat @ vec))[:5]].tolist())
-            got = {rid for rid, _ in knn(m.store, "default", vec, 5, rerank=8)[:5]}
+            got = {rid for rid, _ in knn(m, "default", vec, 5, rerank=8)[:5]}
             hits += len(exact & got)
         assert hits / (5 * len(queries)) >= 0.9
 
 
-def test_float_copy_is_exact(mem: Memory) -> None:
+def test_each_vector_is_stored_once(mem: Memory) -> None:
     mem.save_many(DISTRACTORS)
-    pairs = mem.store.query("SELECT v.embedding, b.vec FROM node_vec v "
-                            "JOIN node_vec_bit b ON b.rid = v.rowid")
-    assert len(pairs) == len(DISTRACTORS) and all(a == b for a, b in pairs)
+    names = {r[0] for r in mem.store.query("SELECT name FROM sqlite_master")}
+    assert "node_vec" not in names and not any("chunks" in n for n in names)
+    rows = mem.store.query("SELECT vec FROM node_vec_bit")
+    assert len(rows) == len(DISTRACTORS) and all(len(r[0]) == 4 * 384 for r in rows)
 
 
 def test_index_catches_late_embeddings(db_path: Path) -> None:
@@ -290,39 +292,56 @@ def test_index_catches_late_embeddings(db_path: Path) -> None:
         rid_a, rid_b = m._rid(a.id), m._rid(b.id)
         m.embed_pending(rids=[rid_b])  # b (the later rid) is embedded first
         m.inject("anything", 50)
-        index = index_for(m.store, "default")
+        index = m.engine.caches.view("default").bits
         assert len(index) == 1
         m.embed_pending()
         pack = m.inject("when does the plane leave for Portugal?", 12)
         assert len(index) == 2 and [i.id for i in pack.items] == [a.id]
-        assert {r for r, _ in knn(m.store, "default", m.embedder.embed([FLIGHT])[0], 1)
+        assert {r for r, _ in knn(m, "default", m.embedder.embed([FLIGHT])[0], 1)
                 } >= {rid_a}  # type: ignore[union-attr]
 
 
-def test_migration_fills_the_bit_table_from_node_vec(db_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    import remd.store as store_mod
+def test_migration_keeps_every_vector_once_in_a_file_of_the_previous_schema(
+        db_path: Path) -> None:
+    """A file as the previous release made it (migrations up to 0007: vectors in vec0's
+    node_vec and again in node_vec_bit) opens with its vectors intact, stored once."""
+    from remd.store import connect
+    from tests.test_store import old_file
 
-    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:1])
-    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 1)
     embedder = make_embedder(EmbedConfig())
     assert embedder is not None
-    vecs = embedder.embed([FOOD, FLIGHT])
-    old = store_mod.Store(db_path, Config().store)
-    with old.transaction() as conn:
-        for rid, vec in enumerate(vecs, 1):
+    texts = [FOOD, FLIGHT, DISTRACTORS[0]]
+    vecs = embedder.embed(texts)
+    old_file(db_path, "0007_node_tags_rid_cover")
+    conn = connect(db_path, Config().store)
+    with conn:
+        for rid, (text, vec) in enumerate(zip(texts, vecs, strict=True), 1):
+            conn.execute("INSERT INTO nodes (rid, id, namespace, kind, content, created_at, "
+                         "last_access, tokens, embedded) VALUES (?, ?, 'default', 'episodic', "
+                         "?, 1.7e9, 1.7e9, 9, 1)", (rid, f"m{rid}", text))
+            conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, text))
             conn.execute("INSERT INTO node_vec (rowid, namespace, embedding) VALUES (?, ?, ?)",
                          (rid, "default", vec.tobytes()))
-    old.close()
-    monkeypatch.undo()
-    new = store_mod.Store(db_path, Config().store)
-    assert new.schema_version() == store_mod.SCHEMA_VERSION >= 2
-    rows = new.query("SELECT rid, bits, vec FROM node_vec_bit ORDER BY rid")
-    assert [r[0] for r in rows] == [1, 2]
-    for (_, bits, vec), want in zip(rows, vecs, strict=True):
-        assert vec == want.tobytes()
-        assert bits == np.packbits(want > 0, bitorder="little").tobytes()
-    new.close()
+            if rid < 3:  # the third only in vec0: the migration copies it over
+                write_vectors(conn, "default", [rid], vec)
+        # vec0 took a chunk of 1,024 vectors for this one namespace
+        assert conn.execute("SELECT count(*) FROM sqlite_master "
+                            "WHERE name LIKE 'node_vec_%chunks%'").fetchone()[0] > 0
+    conn.close()
+    with Memory(db_path) as m:
+        assert m.store.applied()[-1] == "0008_vectors_once"
+        names = {r[0] for r in m.store.query("SELECT name FROM sqlite_master")}
+        assert not {n for n in names if n.startswith("node_vec") and n != "node_vec_bit"
+                    and not n.startswith("node_vec_bit")}
+        rows = m.store.query("SELECT rid, bits, vec FROM node_vec_bit ORDER BY rid")
+        assert [r[0] for r in rows] == [1, 2, 3]
+        for (_, bits, vec), want in zip(rows, vecs, strict=True):
+            assert vec == want.tobytes()
+            assert bits == np.packbits(want > 0, bitorder="little").tobytes()
+        for exact in (True, False):
+            near = m.nearest("when does my plane to Lisbon leave?", 1, exact=exact)
+            assert [n.id for n, _ in near] == ["m2"]
+        assert m.inject("what food do I like?", 40).items[0].id == "m1"
 
 
 # -- CLI ---------------------------------------------------------------------------------------
@@ -392,7 +411,7 @@ def test_a_bug_in_the_query_embedding_is_not_swallowed(db_path: Path) -> None:
 
 
 
-def _vm_steps(mem: Memory, fn: Any) -> int:
+def _vm_steps(mem: Any, fn: Any) -> int:
     """SQLite virtual-machine instructions run by ``fn`` (work, not time)."""
     steps = [0]
 
@@ -400,11 +419,13 @@ def _vm_steps(mem: Memory, fn: Any) -> int:
         steps[0] += 1
         return False  # True would abort the statement
 
-    mem.store.conn.set_progress_handler(tick, 10)
-    try:
-        fn()
-    finally:
-        mem.store.conn.set_progress_handler(None)
+    # The block holds one pooled connection for this thread: fn's reads run on it.
+    with mem.store.connection() as conn:
+        conn.set_progress_handler(tick, 10)
+        try:
+            fn()
+        finally:
+            conn.set_progress_handler(None)
     return steps[0] * 10
 
 
@@ -446,11 +467,10 @@ def _live_mismatches(m: Memory) -> int:
 def test_node_tags_live_follows_every_status_change(tmp_path: Path) -> None:
     """node_tags.live (what the per-tag reads use) equals nodes.status = 'live' after saves,
     fact updates, forget, a REM run, its rollback, a tag merge and an import of dead memories."""
-    from remd.exchange import export_lines, import_lines
     from tests.test_rem import NOW, fragments, old_lines
 
     with Memory(tmp_path / "a.db", clock=lambda: NOW) as m:
-        import_lines(m, old_lines(fragments(6)))
+        m.import_lines(old_lines(fragments(6)))
         m.save("My city is Bangalore")
         m.save("My city has changed to Mumbai")  # supersedes
         gone = m.save("Temporary note about the garden shed key")
@@ -464,11 +484,11 @@ def test_node_tags_live_follows_every_status_change(tmp_path: Path) -> None:
             "SELECT t.name FROM tags t JOIN node_tags nt ON nt.tid = t.tid WHERE nt.live = 0 "
             "GROUP BY t.tid ORDER BY count(*) DESC LIMIT 2")])
         assert _live_mismatches(m) == 0
-        exported = list(export_lines(m))
+        exported = list(m.export_lines())
         m.rollback(run.run_id)
         assert _live_mismatches(m) == 0
     with Memory(tmp_path / "b.db", clock=lambda: NOW) as fresh:
-        import_lines(fresh, exported)  # deprecated and superseded memories arrive dead
+        fresh.import_lines(exported)  # deprecated and superseded memories arrive dead
         assert int(fresh.store.scalar("SELECT count(*) FROM node_tags WHERE live = 0")) > 0
         assert _live_mismatches(fresh) == 0
 
@@ -485,7 +505,7 @@ def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
 
     def counted(self: Any, conn: Any, walk: Any, cands: Any) -> int:
         box: list[int] = []
-        steps.append(_vm_steps(self.mem, lambda: box.append(read(self, conn, walk, cands))))
+        steps.append(_vm_steps(self.engine, lambda: box.append(read(self, conn, walk, cands))))
         return box[0]
 
     monkeypatch.setattr(_Injector, "_graph_candidates", counted)
@@ -514,7 +534,9 @@ def test_migration_0004_marks_the_dead_rows_of_an_existing_file(
     """A file written by the previous schema (no node_tags.live) with superseded and forgotten
     memories: opening it with this remd backfills live = 0 for exactly their rows."""
     import remd.store as store_mod
+    from tests.test_store import old_file
 
+    old_file(db_path, "0003_vec_generation")
     monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:3])
     monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 3)
     with Memory(db_path, embedder=None) as old:

@@ -21,7 +21,6 @@ import structlog
 from remd import Memory, RunStatus
 from remd.config import load_config
 from remd.daemon import Daemon
-from remd.exchange import import_lines
 from remd.llm import LLMClient, LLMSettings
 from remd.rem import ClusterOutcome
 from remd.synthesis import LLMSynthesiser
@@ -73,7 +72,7 @@ FAULTS: dict[str, tuple[Behaviour, ...]] = {
 @pytest.fixture
 def alice(db_path: Path) -> Iterator[Memory]:
     with Memory(db_path, clock=lambda: NOW) as m:
-        import_lines(m, [line(t, YEAR_AGO - i * DAY) for i, t in enumerate(ALICE)])
+        m.import_lines([line(t, YEAR_AGO - i * DAY) for i, t in enumerate(ALICE)])
         yield m
 
 
@@ -151,7 +150,7 @@ def test_the_daemon_keeps_running_through_llm_faults(
     lines = [line(f"{t} (note {k})", YEAR_AGO - (3 * k + i) * DAY)
              for k in range(4) for i, t in enumerate(ALICE)]
     with Memory(db_path, "work", clock=lambda: NOW) as m:
-        import_lines(m, lines)
+        m.import_lines(lines)
     cfg = load_config(env={}, overrides={
         "triggers": {"max_live_nodes": 5},
         "llm": {"base_url": base_url, "api_key": KEY, "model": "test-model",
@@ -196,7 +195,7 @@ def test_the_daemon_keeps_one_llm_client_and_closes_it(db_path: Path,
     """Every cycle reuses one client (its kept-alive connection), failing or not; a reload
     that changes the [llm] settings swaps it, and close() closes it."""
     with Memory(db_path, "work", clock=lambda: NOW) as m:
-        import_lines(m, work_lines())
+        m.import_lines(work_lines())
     llm: dict[str, Any] = {"base_url": llm_server.base_url, "api_key": KEY,
                            "model": "test-model", "max_retries": 0, "concurrency": 1}
     overrides: dict[str, Any] = {"triggers": {"max_live_nodes": 5}, "llm": llm}
@@ -230,7 +229,7 @@ def test_remd_serve_keeps_running_and_serving_while_the_llm_fails(
     and stops with exit code 0; neither the key nor the token is in its output."""
     token = "tok-2f9c81d0e4a7b356"
     with Memory(db_path, "work", clock=lambda: NOW) as m:
-        import_lines(m, work_lines())
+        m.import_lines(work_lines())
     llm_server.answer_with(status(500))
     served = Served(db_path, "--interval", "1", "--http", "127.0.0.1:0", env={
         "REMD_TRIGGERS__MAX_LIVE_NODES": "5", "REMD_LLM__BASE_URL": llm_server.base_url,
@@ -274,7 +273,7 @@ def test_a_bug_in_one_namespace_cycle_leaves_the_daemon_and_the_others_running(
     progress observer) fails that namespace's run, logged, and the next namespace still runs."""
     for ns in ("a", "b"):
         with Memory(db_path, ns, clock=lambda: NOW) as m:
-            import_lines(m, work_lines())
+            m.import_lines(work_lines())
     calls: list[ClusterOutcome] = []
 
     def observer(event: ClusterOutcome) -> None:

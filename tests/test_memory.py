@@ -61,7 +61,7 @@ def test_save_many_commits_then_embeds_backlog(mem: Memory) -> None:
     assert mem.stats().pending_embeddings == 130
     assert mem.embed_pending() == 130
     assert mem.stats().pending_embeddings == 0
-    assert mem.store.scalar("SELECT count(*) FROM node_vec") == 130
+    assert mem.store.scalar("SELECT count(*) FROM node_vec_bit") == 130
 
 
 @pytest.mark.parametrize("exact", [False, True])

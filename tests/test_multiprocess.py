@@ -64,7 +64,7 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
     # stop.
     while not served.events.empty():
         served.seen.append(served.events.get())
-    served.wait_for("triggers.evaluated", timeout=120)
+    served.wait_for("tick.evaluated", timeout=120)
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as api:
         assert api.get("/healthz").json()["status"] == "ok"
     assert served.stop(signal.SIGTERM) == 0

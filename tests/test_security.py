@@ -24,7 +24,6 @@ from click.testing import CliRunner
 
 from remd import ConfigError, Memory, NotFound, load_config
 from remd.cli import main
-from remd.exchange import import_lines
 from tests.llm_server import LLMServer
 from tests.test_daemon import Served
 from tests.test_http import serve
@@ -153,7 +152,7 @@ def test_a_link_to_another_namespace_leads_nowhere(db_path: Path, two: tuple[str
              f"Bob's bank notes again, see [[memory:{secret}]]",
              f"More of Bob's bank notes, see [[memory:{secret}]]"]
     with Memory(db_path, "bob", clock=lambda: NOW) as bob:
-        import_lines(bob, [line(t, YEAR_AGO - i * DAY) for i, t in enumerate(notes)])
+        bob.import_lines([line(t, YEAR_AGO - i * DAY) for i, t in enumerate(notes)])
         run = bob.run_rem(now=NOW)  # before any inject: untouched for a year, so flagged
         assert run.synthesised == 1
         items = bob.inject("bank PIN notes", 4000).items
@@ -180,9 +179,9 @@ PRIVATE = ["Alice's locker code is Zebra-8841.", "My passport number is QX-55-12
 def test_serve_never_logs_secrets_and_logs_contents_at_debug_only(
         db_path: Path, llm_server: LLMServer, level: str) -> None:
     with Memory(db_path, "work", clock=lambda: NOW) as m:
-        import_lines(m, [line(f"{t} (note {k})", YEAR_AGO - (3 * k + i) * DAY)
+        m.import_lines([line(f"{t} (note {k})", YEAR_AGO - (3 * k + i) * DAY)
                          for k in range(2) for i, t in enumerate(ALICE)])
-        import_lines(m, [line(PRIVATE[0], YEAR_AGO)])
+        m.import_lines([line(PRIVATE[0], YEAR_AGO)])
     base_url = llm_server.base_url.replace("http://", f"http://remd:{URL_PASSWORD}@")
     served = Served(db_path, "--interval", "3600", "--http", "127.0.0.1:0", env={
         "REMD_TRIGGERS__MAX_LIVE_NODES": "5", "REMD_REM__MIN_COVERAGE": "0",

@@ -7,6 +7,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from remd import Memory, SchemaVersionError, StoreError
 from remd.config import StoreConfig
 from remd.errors import DatabaseLocked
-from remd.store import MIGRATIONS, SCHEMA_VERSION, Store
+from remd.store import MIGRATIONS, SCHEMA_VERSION, Store, connect, migration_sql, schema_sql
 
 
 def test_new_file_is_private_wal_with_vec_loaded(db_path: Path) -> None:
@@ -34,21 +35,86 @@ def test_new_file_is_private_wal_with_vec_loaded(db_path: Path) -> None:
 
 
 def test_schema_applied_from_schema_sql(db_path: Path) -> None:
-    text = (Path(__file__).parent.parent / "schema.sql").read_text()
+    text = schema_sql()
     store = Store(db_path, StoreConfig())
     tables = {r[0] for r in store.query("SELECT name FROM sqlite_master WHERE type='table'")}
-    for table in ("nodes", "tags", "node_tags", "tag_edges", "tag_parents", "edges", "node_vec",
-                  "node_fts", "access_log", "packs", "pack_items", "feedback", "rem_runs",
-                  "rem_clusters", "remd_migrations", "remd_meta"):
+    for table in ("nodes", "tags", "node_tags", "tag_edges", "tag_parents", "edges",
+                  "node_vec_bit", "node_fts", "access_log", "packs", "pack_items", "feedback",
+                  "rem_runs", "rem_clusters", "remd_migrations", "remd_meta", "tag_log",
+                  "node_log"):
         assert table in tables
         assert table in text
+    assert "node_vec" not in tables  # vectors are stored once (migration 0008)
+    store.close()
+
+
+def old_file(path: Path, upto: str) -> None:
+    """A file as remd left it when ``upto`` was its newest migration: each migration's own
+    SQL, recorded by name, as that version's store applied them."""
+    conn = connect(path, StoreConfig())
+    with conn:
+        for name, _ in MIGRATIONS:
+            conn.execute(migration_sql(name))
+            conn.execute("INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
+                         (name, "2026-01-01T00:00:00"))
+            if name == upto:
+                break
+    conn.close()
+
+
+def shape(path: Path) -> dict[tuple[str, str], Any]:
+    """The schema as SQLite sees it: every table's columns, every index's columns and
+    condition, every trigger's text (white space folded)."""
+    conn = connect(path, StoreConfig())
+    out: dict[tuple[str, str], Any] = {}
+    for kind, name, sql in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"):
+        if kind == "table":
+            out[kind, name] = conn.execute(f"PRAGMA table_xinfo('{name}')").fetchall()
+        elif kind == "index":
+            out[kind, name] = (conn.execute(f"PRAGMA index_xinfo('{name}')").fetchall(),
+                               " ".join((sql or "").split()))
+        else:
+            out[kind, name] = " ".join(sql.split())
+    conn.close()
+    return out
+
+
+def test_a_new_file_has_the_schema_of_one_migrated_from_version_1(tmp_path: Path) -> None:
+    fresh, old = tmp_path / "fresh.db", tmp_path / "old.db"
+    Store(fresh, StoreConfig()).close()
+    old_file(old, "0001_initial")
+    store = Store(old, StoreConfig())
+    assert store.applied() == [name for name, _ in MIGRATIONS]
+    store.close()
+    want, got = shape(fresh), shape(old)
+    assert set(want) == set(got)
+    assert {k: v for k, v in got.items() if want[k] != v} == {}
+
+
+def test_migrations_are_applied_by_name(db_path: Path) -> None:
+    """remd_migrations is read: a file that records every migration but one gets that one."""
+    old_file(db_path, MIGRATIONS[-1][0])
+    conn = connect(db_path, StoreConfig())
+    with conn:  # undo 0008 by hand: node_vec back, the index gone, the record gone
+        conn.execute("DROP INDEX nodes_ns_saved")
+        conn.execute("CREATE VIRTUAL TABLE node_vec USING vec0 (namespace TEXT PARTITION KEY, "
+                     "embedding FLOAT[384] distance_metric=cosine)")
+        conn.execute("DELETE FROM remd_migrations WHERE name = '0008_vectors_once'")
+    conn.close()
+    store = Store(db_path, StoreConfig())
+    assert store.applied()[-1] == "0008_vectors_once"
+    assert store.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'node_vec'") == 0
+    assert store.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'nodes_ns_saved'") == 1
+    store.close()
 
 
 def test_newer_database_is_refused(db_path: Path) -> None:
     store = Store(db_path, StoreConfig())
     with store.transaction() as conn:
-        conn.execute("UPDATE remd_meta SET value = ? WHERE key = 'schema_version'",
-                     (str(SCHEMA_VERSION + 1),))
+        # A migration this code does not know: the file was written by a newer remd.
+        conn.execute("INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
+                     (f"{SCHEMA_VERSION + 1:04d}_from_the_future", "2030-01-01T00:00:00"))
     store.close()
     with pytest.raises(SchemaVersionError, match="newer than this remd"):
         Store(db_path, StoreConfig())
@@ -81,12 +147,12 @@ class _LateStore(Store):
 
     reads = 0
 
-    def schema_version(self) -> int:
-        version = super().schema_version()
+    def _recorded(self, conn: apsw.Connection) -> list[str]:
+        names = super()._recorded(conn)
         _LateStore.reads += 1
         if _LateStore.reads == 1:
             Store(self.path, self.config).close()  # the other agent wins the race
-        return version
+        return names
 
 
 def test_an_agent_that_loses_the_race_to_migrate_a_new_file_opens_it(db_path: Path) -> None:

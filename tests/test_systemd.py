@@ -32,7 +32,8 @@ ENV = ROOT / "systemd" / "remd.env"
 CLI_VARIABLES = {"REMD_DB", "REMD_CONFIG", "REMD_NAMESPACE"}
 
 SECTION_DOCS = {
-    "store": "The SQLite file: locking and input limits.",
+    "store": "The SQLite file: locking, the connection pool and input limits.",
+    "engine": "One engine per file per process: the memory its in-process caches may hold.",
     "embed": "Embeddings: the offline MiniLM model by default (nothing is downloaded).",
     "tags": "Tags extracted from each memory at write time.",
     "inject": "Building a token-budgeted pack: tag-graph walk, vector and lexical seeds.",

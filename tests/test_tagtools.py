@@ -10,7 +10,6 @@ from click.testing import CliRunner
 
 from remd import Conflict, InvalidInput, Memory, NotFound
 from remd.cli import main
-from remd.exchange import export_lines, import_lines
 
 TEXTS = [
     "Unit tests for the parser run on every commit",
@@ -79,9 +78,9 @@ def test_inject_follows_subtypes(mem: Memory) -> None:
 
 def test_subtypes_survive_export_import(tagged: Memory, tmp_path: Path) -> None:
     tagged.add_subtype("unit-test", "testing")
-    lines = list(export_lines(tagged))
+    lines = list(tagged.export_lines())
     with Memory(tmp_path / "copy.db") as other:
-        import_lines(other, lines)
+        other.import_lines(lines)
         assert other.supertypes("unit-test") == ["testing"]
 
 

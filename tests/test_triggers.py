@@ -21,7 +21,7 @@ def check(report: object, reason: TriggerReason) -> object:
 
 
 def test_an_empty_namespace_fires_nothing(mem: Memory) -> None:
-    report = evaluate(mem, 1_750_000_000.0)
+    report = evaluate(mem.engine, mem.namespace, 1_750_000_000.0)
     assert not report.should_run and report.fired == ()
     assert {c.reason for c in report.checks} == {
         TriggerReason.NODE_COUNT, TriggerReason.RETRIEVAL_QUALITY, TriggerReason.IDLE,
@@ -46,16 +46,16 @@ def test_idle_fires_after_four_hours_until_a_rem_run(db_path: Path, clock: Clock
     with Memory(db_path, clock=clock) as m:
         m.save("The boiler service is booked for March")
         start = clock.now
-        assert TriggerReason.IDLE not in evaluate(m, start + 3 * HOUR).fired
-        report = evaluate(m, start + 5 * HOUR)
+        assert TriggerReason.IDLE not in evaluate(m.engine, m.namespace, start + 3 * HOUR).fired
+        report = evaluate(m.engine, m.namespace, start + 5 * HOUR)
         assert TriggerReason.IDLE in report.fired
         assert "5.00 h" in check(report, TriggerReason.IDLE).explanation  # type: ignore
         m.run_rem(now=start + 5 * HOUR)
-        after = evaluate(m, start + 9 * HOUR)
+        after = evaluate(m.engine, m.namespace, start + 9 * HOUR)
         assert TriggerReason.IDLE not in after.fired  # consolidated since the last activity
         clock.now = start + 10 * HOUR
         m.save("The boiler service moved to April")
-        assert TriggerReason.IDLE in evaluate(m, start + 15 * HOUR).fired
+        assert TriggerReason.IDLE in evaluate(m.engine, m.namespace, start + 15 * HOUR).fired
 
 
 def test_retrieval_quality_uses_the_importance_of_recent_packs(db_path: Path,
@@ -65,14 +65,14 @@ def test_retrieval_quality_uses_the_importance_of_recent_packs(db_path: Path,
                      "Falcon deploys run from the Lisbon build farm",
                      "The Falcon on-call rota is in the ops wiki"):
             m.save(text)
-        assert check(evaluate(m), TriggerReason.RETRIEVAL_QUALITY).value is None  # type: ignore
+        assert check(evaluate(m.engine, m.namespace), TriggerReason.RETRIEVAL_QUALITY).value is None  # type: ignore
         m.inject("Falcon deploys", token_budget=200)  # importance 0.5 when injected
-        assert TriggerReason.RETRIEVAL_QUALITY not in evaluate(m).fired
+        assert TriggerReason.RETRIEVAL_QUALITY not in evaluate(m.engine, m.namespace).fired
         clock.advance(365 * DAY)
         m.refresh_importance()  # a year unused: importance ~0.1
         for _ in range(3):
             m.inject("Falcon deploy key", token_budget=200)
-        report = evaluate(m)
+        report = evaluate(m.engine, m.namespace)
         value = check(report, TriggerReason.RETRIEVAL_QUALITY).value  # type: ignore
         assert value is not None and value < 0.45
         assert TriggerReason.RETRIEVAL_QUALITY in report.fired

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import remd.vectors as scan
 from remd import Memory
-from remd.vectors import DIM, index_for, knn, quantise, write_vectors
+from remd.vectors import DIM, quantise, write_vectors
+from tests.helpers import knn
 
 NS = "default"
 
@@ -37,12 +38,12 @@ def test_appended_rows_are_found(db_path: Path) -> None:
     vecs = _unit(rng, 300)
     with Memory(db_path, embedder=None) as mem:
         _fill(mem, vecs[:200])
-        assert knn(mem.store, NS, vecs[7], k=1, rerank=1)[0][0] == 8
+        assert knn(mem, NS, vecs[7], k=1, rerank=1)[0][0] == 8
         with mem.store.transaction() as conn:
             write_vectors(conn, NS, list(range(201, 301)), vecs[200:])
-        best = knn(mem.store, NS, vecs[250], k=1, rerank=1)[0]
+        best = knn(mem, NS, vecs[250], k=1, rerank=1)[0]
         assert best[0] == 251 and best[1] > 0.999
-        assert len(index_for(mem.store, NS)) == 300
+        assert len(mem.engine.caches.view(NS).bits) == 300
 
 
 def test_a_reused_rid_is_searched_with_its_new_vector(db_path: Path) -> None:
@@ -52,14 +53,14 @@ def test_a_reused_rid_is_searched_with_its_new_vector(db_path: Path) -> None:
     target = _unit(rng, 1)[0]
     with Memory(db_path, embedder=None) as mem:
         rids = _fill(mem, vecs)
-        assert knn(mem.store, NS, vecs[-1], k=1, rerank=1)[0][0] == rids[-1]  # index built
+        assert knn(mem, NS, vecs[-1], k=1, rerank=1)[0][0] == rids[-1]  # index built
         with mem.store.transaction() as conn:
             conn.execute("DELETE FROM node_vec_bit WHERE rid = ?", (rids[-1],))
             write_vectors(conn, NS, [rids[-1]], target)
-        best = knn(mem.store, NS, target, k=1, rerank=1)[0]
+        best = knn(mem, NS, target, k=1, rerank=1)[0]
         assert best[0] == rids[-1] and best[1] > 0.999
         # The old vector is gone from the mirror too: its nearest is now someone else.
-        assert knn(mem.store, NS, vecs[-1], k=1, rerank=1)[0][0] != rids[-1]
+        assert knn(mem, NS, vecs[-1], k=1, rerank=1)[0][0] != rids[-1]
 
 
 def test_a_replaced_vector_is_searched_with_its_new_bits(db_path: Path) -> None:
@@ -68,10 +69,10 @@ def test_a_replaced_vector_is_searched_with_its_new_bits(db_path: Path) -> None:
     target = _unit(rng, 1)[0]
     with Memory(db_path, embedder=None) as mem:
         rids = _fill(mem, vecs)
-        knn(mem.store, NS, vecs[0], k=1)
+        knn(mem, NS, vecs[0], k=1)
         with mem.store.transaction() as conn:
             write_vectors(conn, NS, [rids[10]], target)  # INSERT OR REPLACE of an existing rid
-        best = knn(mem.store, NS, target, k=1, rerank=1)[0]
+        best = knn(mem, NS, target, k=1, rerank=1)[0]
         assert best[0] == rids[10] and best[1] > 0.999
 
 
@@ -80,12 +81,12 @@ def test_deleted_rows_leave_the_mirror(db_path: Path) -> None:
     vecs = _unit(rng, 50)
     with Memory(db_path, embedder=None) as mem:
         rids = _fill(mem, vecs)
-        knn(mem.store, NS, vecs[0], k=1)
+        knn(mem, NS, vecs[0], k=1)
         with mem.store.transaction() as conn:
             conn.execute("DELETE FROM node_vec_bit WHERE rid > ?", (rids[24],))
-        found = {rid for rid, _ in knn(mem.store, NS, vecs[40], k=10, rerank=8)}
+        found = {rid for rid, _ in knn(mem, NS, vecs[40], k=10, rerank=8)}
         assert found and max(found) <= rids[24]
-        assert len(index_for(mem.store, NS)) == 25
+        assert len(mem.engine.caches.view(NS).bits) == 25
 
 
 def test_a_split_scan_finds_exactly_what_one_scan_finds() -> None:

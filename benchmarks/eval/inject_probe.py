@@ -59,14 +59,18 @@ class Probe(_Injector):
     """inject's read path with a swappable config and an optional rescoring hook."""
 
     def __init__(self, memory: Memory, cfg: InjectConfig, hook: Hook | None = None) -> None:
-        super().__init__(memory, memory.namespace, memory.clock())
+        engine = memory.engine
+        super().__init__(engine, memory.namespace, memory.clock(),
+                         engine.caches.view(memory.namespace))
+        self.mem = memory
         self.cfg = cfg
         self.hook = hook
 
     def probe(self, query: str, budgets: Sequence[int]) -> Probed:
         cfg = self.cfg
         counter = self.mem.counter
-        with self.mem.store.snapshot() as conn:
+        with self.engine.caches.use(self.ns) as view, self.mem.store.snapshot() as conn:
+            self.view, self.cache, self.nodes = view, view.graph, view.mirror
             ranked = self.rank(conn, query)
             cands = ranked.cands
             if self.hook is not None:
@@ -125,7 +129,7 @@ def prf(top: int = 3, beta: float = 1.0, k: int = 32) -> Hook:
             return
         mat = np.frombuffer(b"".join(r[0] for r in rows), np.float32).reshape(len(rows), -1)
         q2 = qv / np.linalg.norm(qv) + beta * mat.mean(axis=0)
-        hits = vectors.knn(probe.mem.store, probe.ns, q2, k, rerank=probe.cfg.vector_rerank)
+        hits = vectors.knn(probe.view.bits, conn, q2, k, rerank=probe.cfg.vector_rerank)
         hits = probe._resolve(conn, hits)[:k]
         fresh = {rid: _Candidate(rid) for rid, _ in hits if rid not in cands}
         probe._load(fresh)

@@ -1,0 +1,76 @@
+"""The embedding backlog: memories committed without a vector yet.
+
+A save is durable before its vector exists: bulk saves commit first and embed afterwards, and
+a save made while the embedder was down keeps ``embedded = 0``. :func:`embed_pending` works
+the backlog off in the embedder's batches, for one namespace or (the daemon, each tick) for
+the whole file; inject finds a memory through its tags and words meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import structlog
+
+from remd.embed import EmbedError
+from remd.store import rows_in
+from remd.vectors import write_vectors
+
+if TYPE_CHECKING:
+    from remd.engine import Engine
+
+log = structlog.get_logger("remd.backlog")
+
+Progress = Callable[[int], None]
+
+
+def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] | None = None,
+                  limit: int | None = None, progress: Progress | None = None) -> int:
+    """Compute and store vectors for memories that have none yet; returns how many.
+
+    ``namespace`` None: every namespace of the file, oldest first. ``rids``: only these.
+    Embedder failures are logged and leave the memories in the backlog (never raised: the
+    memories themselves are already safe).
+    """
+    embedder = engine.embedder
+    if embedder is None:
+        return 0
+    store = engine.store
+    done = offset = 0
+    batch = engine.config.embed.batch_size
+    while limit is None or done < limit:
+        want = batch if limit is None else min(batch, limit - done)
+        if rids is not None:
+            todo = list(rids[offset:offset + want])
+            offset += want
+            if not todo:
+                break
+            with store.snapshot() as conn:
+                rows = list(rows_in(conn, "SELECT rid, namespace, content FROM nodes "
+                                          "WHERE rid IN ({marks}) AND embedded = 0", todo))
+        elif namespace is None:
+            rows = store.query("SELECT rid, namespace, content FROM nodes WHERE embedded = 0 "
+                               "ORDER BY rid LIMIT ?", (want,))
+        else:
+            rows = store.query(
+                "SELECT rid, namespace, content FROM nodes WHERE namespace = ? AND embedded = 0 "
+                "ORDER BY rid LIMIT ?", (namespace, want))
+        if not rows:
+            if rids is not None:
+                continue  # these were embedded meanwhile; the next ones may not be
+            break
+        try:
+            vectors = embedder.embed([r[2] for r in rows])
+        except EmbedError as exc:
+            log.warning("embed.failed", error=str(exc), pending=len(rows))
+            break
+        with store.transaction() as conn:
+            for (rid, ns, _), vec in zip(rows, vectors, strict=True):
+                write_vectors(conn, ns, [rid], vec)
+            conn.executemany("UPDATE nodes SET embedded = 1 WHERE rid = ?",
+                             [(r[0],) for r in rows])
+        done += len(rows)
+        if progress:
+            progress(len(rows))
+    return done

@@ -1,0 +1,184 @@
+"""The engine: one database file in one process, shared by every namespace.
+
+An :class:`Engine` holds what does not depend on the namespace: the store and its bounded
+connection pool, the config, the clock, the token counter, the embedder (loaded on first use)
+with its small LRU of query vectors, and inject's caches within one memory budget
+(:mod:`remd.caches`). Engine functions take ``(engine, namespace, ...)``; the
+:class:`~remd.memory.Memory` facade is an engine plus a namespace.
+
+Opening: :func:`open_engine` returns the process's engine for a file, config, embedder and
+clock, creating it on first use and counting its users; :meth:`Engine.release` closes it when
+the last one lets go. So every ``Memory("agent.db")`` of a process shares one pool and one set
+of caches, however many namespaces they work in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from pathlib import Path
+
+from remd.caches import Caches
+from remd.config import Config
+from remd.embed import Embedder, Vectors, make_embedder
+from remd.errors import StoreError
+from remd.store import Store
+from remd.tokens import TokenCounter
+
+Clock = Callable[[], float]
+EmbedderSpec = Embedder | None | bool
+
+
+class Engine:
+    """One database file in one process. Thread-safe.
+
+    Raises StoreError (and subclasses) if the file cannot be used, ConfigError for a bad
+    configuration.
+    """
+
+    def __init__(self, path: str | Path, config: Config, *, embedder: EmbedderSpec = True,
+                 clock: Clock = time.time, create: bool = True) -> None:
+        self.config = config
+        self.clock = clock
+        self.store = Store(path, config.store, create=create)
+        try:
+            self.counter = TokenCounter(config.store.encoding)
+            self.tokens_exact = self._token_encoding()
+        except BaseException:
+            self.store.close()
+            raise
+        self.caches = Caches(config.engine.cache_mb, config.inject.graph_cache_tags)
+        # embedder=True: the configured one, loaded lazily on first use; None/False: none.
+        self._embedder_spec: EmbedderSpec = embedder
+        self._embedder: Embedder | None = None
+        self._embedder_lock = threading.Lock()
+        # Agents ask the same questions again ("what do I know about the user?"): the last
+        # inject.query_cache query embeddings are kept, so a repeat skips the model run.
+        self._query_vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._query_lock = threading.Lock()
+        self._users = 0
+        self._key: Hashable | None = None  # set by open_engine
+
+    @property
+    def path(self) -> str:
+        return self.store.path
+
+    def _token_encoding(self) -> bool:
+        """True if every stored ``tokens`` count is in this config's encoding, so inject can
+        use them as they are. The encoding is recorded when a file is created; an engine opened
+        with another one marks the file "mixed" (its saves would mix them), and a file from
+        before the record is treated the same: counts are then recomputed where they are
+        shown. A read-only file is read, never marked."""
+        store = self.store
+        mine = self.config.store.encoding
+        row = store.one("SELECT value FROM remd_meta WHERE key = 'token_encoding'")
+        if row is None and store.one("SELECT 1 FROM nodes LIMIT 1") is None:
+            with contextlib.suppress(StoreError), store.transaction() as conn:
+                conn.execute("INSERT OR IGNORE INTO remd_meta (key, value) SELECT "
+                             "'token_encoding', ? WHERE NOT EXISTS (SELECT 1 FROM nodes)",
+                             (mine,))
+            row = store.one("SELECT value FROM remd_meta WHERE key = 'token_encoding'")
+        if row is not None and row[0] == mine:
+            return True
+        if row is None or row[0] != "mixed":
+            with contextlib.suppress(StoreError), store.transaction() as conn:
+                conn.execute("INSERT INTO remd_meta (key, value) VALUES ('token_encoding', "
+                             "'mixed') ON CONFLICT (key) DO UPDATE SET value = 'mixed'")
+        return False
+
+    # -- the embedder --------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        with self._embedder_lock:
+            spec = self._embedder_spec
+            if spec is not None and spec is not False:
+                self._embedder = make_embedder(self.config.embed) if spec is True else spec
+            self._embedder_spec = None
+            return self._embedder
+
+    def query_vector(self, text: str) -> Vectors | None:
+        """The embedding of a query (None without an embedder), from a small LRU of recent
+        queries. Raises EmbedError when the embedder fails."""
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        with self._query_lock:
+            cached = self._query_vectors.get(text)
+            if cached is not None:
+                self._query_vectors.move_to_end(text)
+                return cached
+        fresh: Vectors = embedder.embed([text])[0]
+        fresh.setflags(write=False)  # shared by every later call with this text
+        with self._query_lock:
+            self._query_vectors[text] = fresh
+            while len(self._query_vectors) > self.config.inject.query_cache:
+                self._query_vectors.popitem(last=False)
+        return fresh
+
+    # -- lifetime ------------------------------------------------------------------------
+    def acquire(self) -> None:
+        """One more user (each one calls :meth:`release` when done)."""
+        with _registry_lock:
+            if self._users <= 0:
+                raise RuntimeError("the engine is closed")
+            self._users += 1
+
+    def release(self) -> None:
+        """One user lets go; the last one closes the engine (its connections and threads)."""
+        with _registry_lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            if _registry.get(self._key) is self:
+                del _registry[self._key]
+        self.close()
+
+    def close(self) -> None:
+        """Close the store now, whoever still uses the engine (idempotent)."""
+        self.store.close()
+
+
+_registry: dict[Hashable, Engine] = {}
+_registry_lock = threading.Lock()
+
+
+def _file_key(path: str | Path) -> str | None:
+    """The file's identity in this process: its real path (None for ``:memory:``, which is a
+    new database per connection and is never shared)."""
+    text = str(path)
+    return None if text == ":memory:" else os.path.realpath(text)
+
+
+def open_engine(path: str | Path, config: Config, *, embedder: EmbedderSpec = True,
+                clock: Clock = time.time, create: bool = True) -> Engine:
+    """The process's engine for this file, config, embedder and clock (a new one on first
+    use), with one more user: call :meth:`Engine.release` when done.
+
+    Raises StoreError if the file can't be used, SchemaVersionError for a newer file.
+    """
+    file = _file_key(path)
+    spec: Hashable = embedder if isinstance(embedder, bool) or embedder is None \
+        else ("object", id(embedder))
+    key = (file, config, spec, clock)
+    with _registry_lock:
+        engine = _registry.get(key) if file is not None else None
+        if engine is not None:
+            engine._users += 1
+            return engine
+    # Opened outside the lock: migrating a file may wait for another process's write lock.
+    fresh = Engine(path, config, embedder=embedder, clock=clock, create=create)
+    with _registry_lock:
+        engine = _registry.get(key) if file is not None else None
+        if engine is None:
+            fresh._key = key
+            fresh._users = 1
+            if file is not None:
+                _registry[key] = fresh
+            return fresh
+        engine._users += 1
+    fresh.close()  # another thread opened the same one meanwhile
+    return engine

@@ -1,0 +1,63 @@
+"""Reading memories back as :class:`~remd.models.Node` values (engine level: a store and a
+namespace, no facade)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from remd.errors import InvalidInput, NotFound
+from remd.models import Node, NodeKind, NodeStatus
+from remd.store import Store, rows_in
+
+NODE_COLUMNS = (
+    "rid, id, namespace, kind, content, source, status, created_at, last_access, "
+    "access_count, confidence, importance, tokens, valid_from, valid_until, deprecated_by, "
+    "fact_key, fact_value"
+)
+
+
+def tags_of(store: Store, rids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+    """The tag names of each memory, sorted."""
+    if not rids:
+        return {}
+    out: dict[int, list[str]] = {rid: [] for rid in rids}
+    with store.snapshot() as conn:
+        for rid, name in rows_in(
+                conn, "SELECT nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
+                      "WHERE nt.rid IN ({marks}) ORDER BY nt.rid, t.name", rids):
+            out[rid].append(name)
+    return {rid: tuple(names) for rid, names in out.items()}
+
+
+def from_rows(store: Store, rows: Sequence[tuple[Any, ...]]) -> list[Node]:
+    """Nodes from rows of ``SELECT {NODE_COLUMNS}``, with their tags."""
+    tags = tags_of(store, [r[0] for r in rows])
+    return [
+        Node(id=r[1], namespace=r[2], kind=NodeKind(r[3]), content=r[4], source=r[5],
+             status=NodeStatus(r[6]), created_at=r[7], last_access=r[8],
+             access_count=r[9], confidence=r[10], importance=r[11], tokens=r[12],
+             valid_from=r[13], valid_until=r[14], deprecated_by=r[15], fact_key=r[16],
+             fact_value=r[17], tags=tags.get(r[0], ()))
+        for r in rows
+    ]
+
+
+def get(store: Store, namespace: str, node_id: str) -> Node:
+    """The memory with this id in this namespace. Raises NotFound, InvalidInput."""
+    if not isinstance(node_id, str):
+        raise InvalidInput(f"memory id must be a string, not {type(node_id).__name__}")
+    rows = store.query(f"SELECT {NODE_COLUMNS} FROM nodes WHERE id = ? AND namespace = ?",
+                       (node_id, namespace))
+    if not rows:
+        raise NotFound("memory", node_id, namespace)
+    return from_rows(store, rows)[0]
+
+
+def rid_of(store: Store, namespace: str, node_id: str) -> int:
+    """The integer key of a memory. Raises NotFound."""
+    rid = store.scalar("SELECT rid FROM nodes WHERE id = ? AND namespace = ?",
+                       (node_id, namespace))
+    if rid is None:
+        raise NotFound("memory", node_id, namespace)
+    return int(rid)
