@@ -7,8 +7,7 @@ Each namespace is built with bulk SQL in remd's real schema (a save_many of 1M m
 take ~10 minutes of tagging and embedding; inject only reads): Zipf-distributed words (content
 and FTS5), 3-8 tags per memory drawn from its own words (so tag document frequencies are
 Zipf-like too), co-occurrence tag edges weighted by the same rule as the write path, and
-synthetic clustered unit vectors in ``node_vec_bit`` (the table inject reads; the vec0
-``node_vec`` copy is left empty). Queries are 3-5 words of a random memory plus a vector near
+synthetic clustered unit vectors in ``node_vec_bit`` (the one table of vectors). Queries are 3-5 words of a random memory plus a vector near
 it. "with embedding" also runs the real MiniLM model on a real question (LoCoMo's when
 ../shared/data is there, else a built-in list; the vector it returns is replaced by the
 synthetic one, so the same neighbours are found): that is the end-to-end time an agent sees.
@@ -162,7 +161,8 @@ def build(path: Path, n: int, config: Config) -> float:
                     ((int(k // stride), int(k % stride), int(c), float(w)) for k, c, w in
                      zip(keys[lo:lo + 500_000], counts[lo:lo + 500_000],
                          weights[lo:lo + 500_000], strict=True)))
-        store.conn.execute("ANALYZE")
+        with store.connection() as conn:
+            conn.execute("ANALYZE")
     return time.perf_counter() - t0
 
 

@@ -344,7 +344,8 @@ class Daemon:
             app = create_app(self.host, token=d.http_token,
                              default_namespace=self.default_namespace,
                              max_body_bytes=d.http_max_body_bytes)
-            self.http = HttpServer(app, *d.http_address)
+            self.http = HttpServer(app, *d.http_address,
+                                   workers=2 * self.config.store.max_connections)
             self.http.start()
             log.info("http.listening", host=self.http.host, port=self.http.port)
         self.scheduler = BackgroundScheduler(

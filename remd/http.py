@@ -12,13 +12,17 @@ bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
 
 Errors are ``{"error": {"type", "message"}}`` with 400 (bad input), 401 (token), 404 (unknown
 id), 409 (conflict), 413 (body too large), 422 (body fails the schema), 502 (LLM), 503 (the
-database is locked or unusable). Handlers run the blocking library calls on worker threads,
-over the served engine (:class:`~remd.serving.EngineHost`): one bounded pool of connections
-shared by every namespace.
+database is locked or unusable, or the server is overloaded: every connection leased or no
+file descriptor left; these carry ``Retry-After`` and are logged once per cause per minute).
+
+Handlers run the blocking library calls on a bounded set of worker threads, over the served
+engine (:class:`~remd.serving.EngineHost`): one bounded pool of connections shared by every
+namespace.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import json
@@ -30,6 +34,7 @@ from dataclasses import asdict
 from importlib import metadata
 from typing import Any
 
+import anyio.to_thread
 import structlog
 import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -52,9 +57,11 @@ from remd.errors import (
 )
 from remd.exchange import node_to_dict
 from remd.memory import Memory
-from remd.serving import EngineHost
+from remd.serving import EngineHost, Throttle
 
 log = structlog.get_logger("remd.http")
+
+_RETRY_AFTER = {"Retry-After": "1"}
 
 
 # -- request and response models --------------------------------------------------------------
@@ -175,6 +182,7 @@ class _Api:
     def __init__(self, host: EngineHost, token: SecretStr | None, default_namespace: str,
                  max_body_bytes: int) -> None:
         self.host = host
+        self.throttle = Throttle()
         self.token = token
         self.default_namespace = default_namespace
         self.max_body_bytes = max_body_bytes
@@ -193,8 +201,14 @@ class _Api:
                 response = _error(exc.status, exc.kind, exc.message, exc.headers)
             except RemdError as exc:
                 code = status_of(exc)
-                headers = {"Retry-After": "1"} if isinstance(exc, DatabaseLocked) else None
+                headers = _RETRY_AFTER if code == 503 else None
+                if code == 503:
+                    self._overloaded(type(exc).__name__, str(exc))
                 response = _error(code, type(exc).__name__, str(exc).splitlines()[0], headers)
+            except OSError as exc:  # no file descriptor left (EMFILE), and the like
+                self._overloaded(type(exc).__name__, str(exc))
+                response = _error(503, "Unavailable", "the server is out of resources; retry",
+                                  _RETRY_AFTER)
             except Exception as exc:  # the API's boundary: a bug is still JSON
                 log.exception("http.internal_error", method=request.method,
                               path=request.url.path, error_type=type(exc).__name__)
@@ -205,6 +219,12 @@ class _Api:
             return response
 
         return wrapped
+
+    def _overloaded(self, cause: str, detail: str) -> None:
+        allowed, suppressed = self.throttle.allow(cause)
+        if allowed:
+            log.warning("http.unavailable", cause=cause, error=detail.splitlines()[0][:200],
+                        suppressed=suppressed)
 
     def _check_token(self, request: Request) -> None:
         token = self.token
@@ -346,8 +366,10 @@ class HttpServer:
     starts (ConfigError), and port 0 gives a free port whose number is known at once.
     """
 
-    def __init__(self, app: Starlette, host: str, port: int) -> None:
+    def __init__(self, app: Starlette, host: str, port: int, *, workers: int = 8) -> None:
         self.app = app
+        self.workers = workers  # threads running library calls (more would only queue)
+        self.throttle = Throttle()
         try:
             family, kind, proto, _, addr = socket.getaddrinfo(
                 host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
@@ -373,7 +395,7 @@ class HttpServer:
 
     def start(self, timeout: float = 10.0) -> None:
         """Serve on a daemon thread; returns once uvicorn accepts connections."""
-        self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),),
                                         name="remd-http", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
@@ -381,6 +403,25 @@ class HttpServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise ConfigError(f"HTTP server on {self.host}:{self.port} did not start")
             time.sleep(0.01)
+
+    async def _serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(self._loop_error)
+        # Library calls run on worker threads; past a few per connection they only wait for a
+        # connection of the pool, so the pool of threads is bounded too (anyio's default: 40).
+        anyio.to_thread.current_default_thread_limiter().total_tokens = self.workers
+        await self.server.serve(sockets=[self.sock])
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """asyncio's errors outside any request (``socket.accept() out of system resource``
+        when no file descriptor is left: asyncio pauses accepting for a second and retries on
+        its own): one line per cause per minute, with no traceback."""
+        exc = context.get("exception")
+        cause = f"{context.get('message', 'error')}: {type(exc).__name__ if exc else ''}"
+        allowed, suppressed = self.throttle.allow(cause)
+        if allowed:
+            log.warning("http.loop_error", cause=cause, error=str(exc or "")[:200],
+                        suppressed=suppressed)
 
     def stop(self) -> None:
         """Finish requests in flight (up to 5 s) and close the socket."""

@@ -78,6 +78,31 @@ class EngineHost:
             old.release()
 
 
+class Throttle:
+    """At most one log line per cause per ``interval`` seconds: an overloaded server (no file
+    descriptors left, every connection leased) fails the same way thousands of times a
+    second, and a log line each would fill the disk and hide everything else. ``allow`` says
+    whether this occurrence may be logged and how many were suppressed since the last one."""
+
+    def __init__(self, interval: float = 60.0, clock: Callable[[], float] = time.monotonic
+                 ) -> None:
+        self.interval = interval
+        self.clock = clock
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, cause: str) -> tuple[bool, int]:
+        now = self.clock()
+        with self._lock:
+            last = self._last.get(cause)
+            if last is not None and now - last < self.interval:
+                self._suppressed[cause] = self._suppressed.get(cause, 0) + 1
+                return False, 0
+            self._last[cause] = now
+            return True, self._suppressed.pop(cause, 0)
+
+
 def log_secrets(config: Config) -> list[str]:
     """The values the logs must never show: the LLM and embedder keys, the bearer token and
     any password written into a base URL (``https://user:pass@host/v1``)."""

@@ -272,6 +272,7 @@ class Store:
         self._local = threading.local()
         self._savepoints = itertools.count()
         self._closed = False
+        self.opened = 0  # connections opened so far (at most max_connections live at once)
         self._logs: tuple[str, ...] = ()  # change logs the file has, pruned at each commit
         self.migrate()
         self._logs = tuple(t for t, v in _LOG_VERSIONS if self.schema_version() >= v)
@@ -279,6 +280,7 @@ class Store:
     # -- the pool -----------------------------------------------------------------------
     def _open(self) -> apsw.Connection:
         conn = connect(self.path, self.config, create=self.create)
+        self.opened += 1
         if self.checkpointer is not None:
             conn.set_wal_hook(self.checkpointer.hook)
         return conn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import apsw
 import httpx
 import pytest
+import structlog
 from click.testing import CliRunner
 from pydantic import SecretStr
 
@@ -19,7 +21,7 @@ from remd import Memory, load_config
 from remd.cli import main
 from remd.config import Config
 from remd.http import HttpServer, create_app
-from remd.serving import EngineHost
+from remd.serving import EngineHost, Throttle
 from remd.tokens import TokenCounter
 from tests.test_daemon import Served
 
@@ -196,6 +198,56 @@ def test_a_locked_database_answers_503_with_retry_after(db_path: Path) -> None:
         holder.close()
         server.stop()
         pool.close()
+
+
+def test_an_overloaded_server_answers_503_logs_once_and_recovers(db_path: Path) -> None:
+    """Every connection of the pool leased by someone else: each request gets 503 with
+    Retry-After (nothing written), the log says so once, not per request; once the connection
+    is free again the server answers as usual without a restart."""
+    config = load_config(env={}, overrides={"store": {"max_connections": 1,
+                                                       "pool_wait_ms": 20}})
+    Memory(db_path, embedder=None).close()
+    server, host = serve(db_path, config)
+    release = threading.Event()
+    held = threading.Event()
+
+    def hog() -> None:
+        with host.engine.store.connection():
+            held.set()
+            release.wait(30)
+
+    hogger = threading.Thread(target=hog)
+    hogger.start()
+    held.wait(10)
+    try:
+        with structlog.testing.capture_logs() as logs, httpx.Client(
+                base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            codes = []
+            for i in range(20):
+                r = api.post("/v1/memories", json={"content": f"memory {i}"})
+                codes.append(r.status_code)
+                assert r.headers.get("retry-after") == "1"
+                assert r.json()["error"]["type"] == "PoolExhausted"
+            assert codes == [503] * 20
+            assert [e["event"] for e in logs].count("http.unavailable") == 1
+            release.set()
+            hogger.join()
+            assert api.post("/v1/memories", json={"content": "back"}).status_code == 201
+    finally:
+        release.set()
+        server.stop()
+        host.close()
+    assert count_nodes(db_path) == 1
+
+
+def test_throttle_allows_one_line_per_cause_per_interval() -> None:
+    now = [0.0]
+    throttle = Throttle(60.0, clock=lambda: now[0])
+    assert throttle.allow("EMFILE") == (True, 0)
+    assert [throttle.allow("EMFILE")[0] for _ in range(5)] == [False] * 5
+    assert throttle.allow("PoolExhausted") == (True, 0)  # another cause has its own line
+    now[0] = 61.0
+    assert throttle.allow("EMFILE") == (True, 5)  # and says how many it held back
 
 
 def test_bearer_token(db_path: Path) -> None:

@@ -146,8 +146,9 @@ def test_unit_has_the_required_settings() -> None:
     assert s["ProtectSystem"] == ["strict"] and "/var/lib/remd" in s["ReadWritePaths"]
     assert set(s["RestrictAddressFamilies"][0].split()) == {"AF_UNIX", "AF_INET", "AF_INET6"}
     assert "TimeoutStopSec" in s and "WatchdogSec" in s
+    assert int(s["LimitNOFILE"][0]) > 1024  # above systemd's default soft limit
     text = UNIT.read_text(encoding="utf-8")
-    for key in ("KillSignal", "TimeoutStopSec"):  # each explained by a comment just above
+    for key in ("KillSignal", "TimeoutStopSec", "LimitNOFILE"):  # each explained just above
         block = text.split(f"\n{key}=")[0].rsplit("\n\n", 1)[-1]
         assert "#" in block, f"{key} needs a comment saying why"
 
