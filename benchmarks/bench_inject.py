@@ -7,7 +7,8 @@ Each namespace is built with bulk SQL in remd's real schema (a save_many of 1M m
 take ~10 minutes of tagging and embedding; inject only reads): Zipf-distributed words (content
 and FTS5), 3-8 tags per memory drawn from its own words (so tag document frequencies are
 Zipf-like too), co-occurrence tag edges weighted by the same rule as the write path, and
-synthetic clustered unit vectors in ``node_vec_bit`` (the one table of vectors). Queries are 3-5 words of a random memory plus a vector near
+synthetic clustered unit vectors in ``node_vec_bit`` (the one table of vectors). Queries
+are 3-5 words of a random memory plus a vector near
 it. "with embedding" also runs the real MiniLM model on a real question (LoCoMo's when
 ../shared/data is there, else a built-in list; the vector it returns is replaced by the
 synthetic one, so the same neighbours are found): that is the end-to-end time an agent sees.
@@ -43,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from remd import Config, Memory  # noqa: E402
 from remd.config import EmbedConfig, InjectConfig  # noqa: E402
 from remd.embed import DIM, Embedder, make_embedder  # noqa: E402
-from remd.vectors import quantise  # noqa: E402
+from remd.vectors import from_int8, write_vectors  # noqa: E402
 
 DAY = 86400.0
 NOW = 1_780_000_000.0
@@ -123,7 +124,6 @@ def build(path: Path, n: int, config: Config) -> float:
             tokens = counter.count_many(texts)
             created = NOW - rng.uniform(0, 730 * DAY, size=size)
             importance = rng.uniform(0.2, 0.8, size=size)
-            bits = quantise(vecs)
             node_rows, tag_rows = [], []
             for i, d in enumerate(docs):
                 rid = start + i + 1
@@ -146,10 +146,7 @@ def build(path: Path, n: int, config: Config) -> float:
                                  [(r[0], r[4]) for r in node_rows])
                 conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
                                  tag_rows)
-                conn.executemany(
-                    "INSERT INTO node_vec_bit (rid, namespace, bits, vec) VALUES (?, ?, ?, ?)",
-                    [(start + i + 1, "default", bits[i].tobytes(), vecs[i].tobytes())
-                     for i in range(size)])
+                write_vectors(conn, "default", range(start + 1, start + size + 1), vecs)
         keys, counts = np.unique(np.concatenate(pair_keys), return_counts=True)
         weights = 1.0 - 0.5 * 0.9 ** (counts - 1.0)  # the write path's co-occurrence rule
         with store.transaction() as conn:
@@ -225,7 +222,7 @@ def queries(n: int, count: int, path: Path) -> dict[str, npt.NDArray[np.float32]
             picked = rng.choice(words, size=min(len(words), int(rng.integers(3, 6))),
                                 replace=False)
             text = f"what about {' '.join(picked)}? (q{i})"
-            v = np.frombuffer(vec, np.float32) + rng.standard_normal(DIM).astype(np.float32) * 0.03
+            v = from_int8([vec])[0] + rng.standard_normal(DIM).astype(np.float32) * 0.03
             out[text] = (v / np.linalg.norm(v)).astype(np.float32)
     return out
 

@@ -53,6 +53,7 @@ from remd.ingest import check_namespace
 from remd.models import TriggerReason
 from remd.store import rows_in
 from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
+from remd.vectors import from_int8
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -163,13 +164,14 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 
 def _vectors(engine: Engine, rids: Sequence[int]) -> dict[int, np.ndarray]:
-    """The stored float32 vectors of ``rids`` (node_vec_bit, read by B-tree seeks)."""
-    out: dict[int, np.ndarray] = {}
+    """The stored vectors of ``rids`` as float32 unit rows (node_vec_bit, B-tree seeks)."""
     with engine.store.snapshot() as conn:
-        for rid, blob in rows_in(conn, "SELECT rid, vec FROM node_vec_bit "
-                                       "WHERE rid IN ({marks})", rids):
-            out[int(rid)] = np.frombuffer(blob, np.float32)
-    return out
+        rows = list(rows_in(conn, "SELECT rid, vec FROM node_vec_bit WHERE rid IN ({marks})",
+                            rids))
+    if not rows:
+        return {}
+    mat = from_int8([r[1] for r in rows])
+    return {int(r[0]): mat[i] for i, r in enumerate(rows)}
 
 
 def _plan(engine: Engine, ns: str, now: float, *, write: bool) -> _Plan:

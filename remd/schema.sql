@@ -129,13 +129,14 @@ CREATE INDEX edges_rem_run ON edges (rem_run) WHERE rem_run IS NOT NULL;
 CREATE INDEX edges_retired_by ON edges (retired_by) WHERE retired_by IS NOT NULL;
 
 -- One 384-d embedding per node, stored once (0002, 0008): the sign bits for inject's in-process
--- Hamming pre-filter, the float32 vector for the exact cosine rerank and for sqlite-vec's
--- vec_distance_cosine() (nearest(exact=True)). No space is taken per namespace.
+-- Hamming pre-filter, the int8 vector (each scaled to ±127, remd/vectors.py to_int8) for the
+-- cosine rerank and for sqlite-vec's vec_distance_cosine() (nearest(exact=True)). No space is
+-- taken per namespace.
 CREATE TABLE node_vec_bit (
     rid       INTEGER PRIMARY KEY,   -- nodes.rid
     namespace TEXT NOT NULL,
     bits      BLOB NOT NULL,         -- 48 bytes: bit i (LSB first) set when dimension i > 0
-    vec       BLOB NOT NULL          -- float32[384]
+    vec       BLOB NOT NULL          -- int8[384]
 );
 -- Covering index: the in-process index loads (rid, bits) of a namespace without touching vec.
 CREATE INDEX node_vec_bit_ns ON node_vec_bit (namespace, rid, bits);

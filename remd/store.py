@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import numpy as np
 import sqlite_vec
 import structlog
 
@@ -48,15 +49,37 @@ def migration_sql(name: str) -> str:
     return (resources.files("remd") / "migrations" / f"{name}.sql").read_text(encoding="utf-8")
 
 
-def _migration_sql(name: str) -> Callable[[], str]:
-    return lambda: migration_sql(name)
+Step = Callable[[apsw.Connection], None]
+
+
+def _migration_sql(name: str) -> Step:
+    def step(conn: apsw.Connection) -> None:
+        conn.execute(migration_sql(name))
+    return step
+
+
+def _vectors_once(conn: apsw.Connection) -> None:
+    """0008: its SQL (vec0's node_vec dropped, its rows copied first), then every float32
+    vector rewritten in the stored int8 form (remd.vectors.to_int8: 384 bytes instead of
+    1,536)."""
+    from remd.vectors import DIM, to_int8  # numpy is only needed here, not to open a file
+
+    def int8(blob: apsw.SQLiteValue) -> apsw.SQLiteValue:
+        assert isinstance(blob, bytes)
+        return to_int8(np.frombuffer(blob, np.float32))[0].tobytes()
+
+    conn.execute(migration_sql("0008_vectors_once"))
+    conn.create_scalar_function("remd_int8", int8, 1,  # type: ignore[arg-type]
+                                deterministic=True)
+    conn.execute("UPDATE node_vec_bit SET vec = remd_int8(vec) WHERE length(vec) = ?",
+                 (4 * DIM,))
 
 
 # Named migrations, applied in order to a file that lacks them (by name, as remd_migrations
 # records them); a new file gets schema.sql, which equals all of them applied, and records
 # every name. The schema version of a file is the number of migrations it has. Never edit or
 # reorder an entry once released: append a new one, and make the same change in schema.sql.
-MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
+MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("0001_initial", _migration_sql("0001_initial")),
     ("0002_vec_bit", _migration_sql("0002_vec_bit")),  # quantised vectors, tag/FTS indexes
     ("0003_vec_generation", _migration_sql("0003_vec_generation")),  # vector index reloads
@@ -64,7 +87,7 @@ MIGRATIONS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("0005_tag_log", _migration_sql("0005_tag_log")),  # tags changed, for the graph cache
     ("0006_node_log", _migration_sql("0006_node_log")),  # nodes changed, for the node mirror
     ("0007_node_tags_rid_cover", _migration_sql("0007_node_tags_rid_cover")),  # tags by memory
-    ("0008_vectors_once", _migration_sql("0008_vectors_once")),  # vec0 gone: no chunk per ns
+    ("0008_vectors_once", _vectors_once),  # vec0 gone, int8 vectors: no chunk per namespace
 )
 _LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
 # tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.
@@ -477,8 +500,8 @@ class Store:
                         raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
                     conn.execute(schema_sql())  # a new file: the whole schema at once
                 else:
-                    for _, sql in todo:
-                        conn.execute(sql())
+                    for _, step in todo:
+                        step(conn)
                 for name, _ in todo:
                     conn.execute(
                         "INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
@@ -489,7 +512,7 @@ class Store:
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (str(SCHEMA_VERSION),))
 
-    def _pending(self, done: list[str]) -> list[tuple[str, Callable[[], str]]]:
+    def _pending(self, done: list[str]) -> list[tuple[str, Step]]:
         """The migrations ``done`` lacks, in order. Raises SchemaVersionError when ``done``
         holds one this code does not know (the file was written by a newer remd)."""
         known = {name for name, _ in MIGRATIONS}

@@ -7,8 +7,8 @@ and even its ``bit[384]`` scan takes ~13 ms at 100k. So the search runs in two s
    numpy mirror of ``node_vec_bit`` (six uint64 planes, column-major so each plane is one
    contiguous XOR + popcount pass: ~0.7 ms per 100k vectors). The mirror is never the source
    of truth: it is loaded from SQLite and topped up incrementally before every search.
-2. The ``k * rerank`` best by Hamming distance are read back as float32 (primary-key seeks in
-   ``node_vec_bit``) and ranked by exact cosine similarity.
+2. The ``k * rerank`` best by Hamming distance are read back (primary-key seeks in
+   ``node_vec_bit``, int8 vectors) and ranked by cosine similarity.
 
 Sign bits of MiniLM vectors keep the neighbourhood well enough that the true top-k is almost
 always within the top ``8k`` by Hamming distance (see tests/test_inject.py for the recall check).
@@ -46,17 +46,40 @@ def quantise(vectors: npt.ArrayLike) -> npt.NDArray[np.uint8]:
     return bits
 
 
+def to_int8(vectors: npt.ArrayLike) -> npt.NDArray[np.int8]:
+    """Each row scaled so its largest component is ±127 and rounded: the stored form of a
+    vector (384 bytes). Cosine similarity ignores the scale, so sqlite-vec's
+    ``vec_distance_cosine`` works on these directly; on LoCoMo's real MiniLM embeddings the
+    cosine moves by at most 0.002 and the top-1 neighbour of every question is unchanged
+    (README, "Vectors")."""
+    m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    if m.shape[1] != DIM:
+        raise ValueError(f"vectors must have {DIM} dimensions, not {m.shape[1]}")
+    peak = np.abs(m).max(axis=1, keepdims=True)
+    peak[peak == 0] = 1.0
+    out: npt.NDArray[np.int8] = np.round(m * (127.0 / peak)).astype(np.int8)
+    return out
+
+
+def from_int8(blobs: Sequence[bytes]) -> F32:
+    """Stored vectors back as float32 unit rows (zero rows stay zero)."""
+    m = np.frombuffer(b"".join(blobs), np.int8).reshape(len(blobs), DIM).astype(np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: F32 = m / norms
+    return out
+
+
 def write_vectors(conn: apsw.Connection, namespace: str, rids: Sequence[int],
                   vectors: npt.ArrayLike) -> None:
-    """Store the quantised copy of freshly computed embeddings (inside the caller's transaction).
-
-    ``node_vec_bit`` is the one store of vectors (migration 0008).
-    """
+    """Store freshly computed embeddings (inside the caller's transaction): the sign bits and
+    the int8 vector (:func:`to_int8`). ``node_vec_bit`` is the one store of vectors (migration
+    0008)."""
     m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-    bits = quantise(m)
+    bits, small = quantise(m), to_int8(m)
     conn.executemany(
         "INSERT OR REPLACE INTO node_vec_bit (rid, namespace, bits, vec) VALUES (?, ?, ?, ?)",
-        [(int(rid), namespace, bits[i].tobytes(), m[i].tobytes())
+        [(int(rid), namespace, bits[i].tobytes(), small[i].tobytes())
          for i, rid in enumerate(rids)])
 
 
@@ -250,12 +273,13 @@ def knn(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike, k: int, *,
 def exact_scan(store: Store, namespace: str, query: npt.ArrayLike, k: int
                ) -> list[tuple[int, float]]:
     """(rid, cosine distance) of the k nearest of every stored vector of the namespace (every
-    status), nearest first: an exact scan with sqlite-vec's ``vec_distance_cosine``, for
-    ``nearest(exact=True)``."""
-    blob = np.asarray(query, dtype=np.float32).reshape(-1).tobytes()
+    status), nearest first: an exact scan of the stored vectors with sqlite-vec's
+    ``vec_distance_cosine``, for ``nearest(exact=True)`` (the query in the stored int8
+    form)."""
+    blob = to_int8(query)[0].tobytes()
     return [(int(r), float(d)) for r, d in store.query(
-        "SELECT rid, vec_distance_cosine(vec, ?) AS d FROM node_vec_bit WHERE namespace = ? "
-        "ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
+        "SELECT rid, vec_distance_cosine(vec_int8(vec), vec_int8(?)) AS d FROM node_vec_bit "
+        "WHERE namespace = ? ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
 
 
 def unit(query: npt.ArrayLike) -> F32 | None:
@@ -266,7 +290,8 @@ def unit(query: npt.ArrayLike) -> F32 | None:
 
 
 def exact(conn: apsw.Connection, rids: npt.NDArray[np.int64], q: F32) -> list[tuple[int, float]]:
-    """(rid, cosine similarity) of the given candidates by their float vectors, best first."""
+    """(rid, cosine similarity) of the given candidates by their stored vectors, best
+    first."""
     if len(rids) == 0:
         return []
     ids = [int(r) for r in rids]
@@ -275,8 +300,7 @@ def exact(conn: apsw.Connection, rids: npt.NDArray[np.int64], q: F32) -> list[tu
         f"SELECT rid, vec FROM node_vec_bit WHERE rid IN ({marks})", ids))
     if not rows:
         return []
-    mat = np.frombuffer(b"".join(r[1] for r in rows), np.float32).reshape(len(rows), DIM)
-    sims = mat @ q
+    sims = from_int8([r[1] for r in rows]) @ q
     order = np.argsort(-sims, kind="stable")
     return [(int(rows[i][0]), float(sims[i])) for i in order]
 

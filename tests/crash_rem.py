@@ -41,7 +41,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
 import structlog
 
 from remd import Memory
@@ -49,7 +48,7 @@ from remd.consolidate import ClusterWriter
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.synthesis import LLMSynthesiser, Synthesiser
-from remd.vectors import BitIndex
+from remd.vectors import BitIndex, from_int8
 from tests.helpers import knn
 from tests.llm_server import Behaviour, LLMServer, slow
 from tests.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line
@@ -229,7 +228,7 @@ def bit_index_matches(m: Memory) -> int:
     assert len(mine) == len(fresh) == len(rows), \
         f"in-process index holds {len(mine)} vectors, the file {len(rows)}"
     for rid, blob in rows:
-        vec = np.frombuffer(blob, np.float32)
+        vec = from_int8([blob])[0]
         got = [int(r) for r in mine.candidates(vec, 3)]
         assert got == [int(r) for r in fresh.candidates(vec, 3)] and rid in got, \
             f"stale bits for rid {rid}"

@@ -20,7 +20,7 @@ from remd.config import EmbedConfig, InjectConfig
 from remd.embed import make_embedder
 from remd.tagging import extract_query_tags
 from remd.tokens import get_encoding
-from remd.vectors import write_vectors
+from remd.vectors import to_int8
 from tests.conftest import Clock
 from tests.helpers import knn
 
@@ -263,9 +263,9 @@ def test_bit_knn_matches_exact_cosine_on_real_embeddings(db_path: Path) -> None:
         m.save_many(texts)
         embedder = m.embedder
         assert embedder is not None
-        rows = m.store.query("SELECT rid, vec FROM node_vec_bit")
-        mat = np.stack([np.frombuffer(r[1], np.float32) for r in rows])
-        rids = np.array([r[0] for r in rows])
+        # Against the model's float32 vectors, not the stored int8 ones.
+        mat = embedder.embed(texts)
+        rids = np.array([r[0] for r in m.store.query("SELECT rid FROM nodes ORDER BY rid")])
         hits = 0
         queries = [f"{a} and {b}" for a, b in zip(vocab, vocab[1:], strict=False)]
         for q in queries:
@@ -281,7 +281,7 @@ def test_each_vector_is_stored_once(mem: Memory) -> None:
     names = {r[0] for r in mem.store.query("SELECT name FROM sqlite_master")}
     assert "node_vec" not in names and not any("chunks" in n for n in names)
     rows = mem.store.query("SELECT vec FROM node_vec_bit")
-    assert len(rows) == len(DISTRACTORS) and all(len(r[0]) == 4 * 384 for r in rows)
+    assert len(rows) == len(DISTRACTORS) and all(len(r[0]) == 384 for r in rows)  # int8
 
 
 def test_index_catches_late_embeddings(db_path: Path) -> None:
@@ -323,7 +323,10 @@ def test_migration_keeps_every_vector_once_in_a_file_of_the_previous_schema(
             conn.execute("INSERT INTO node_vec (rowid, namespace, embedding) VALUES (?, ?, ?)",
                          (rid, "default", vec.tobytes()))
             if rid < 3:  # the third only in vec0: the migration copies it over
-                write_vectors(conn, "default", [rid], vec)
+                conn.execute("INSERT INTO node_vec_bit (rid, namespace, bits, vec) "
+                             "VALUES (?, 'default', ?, ?)",  # as the previous release did
+                             (rid, np.packbits(vec > 0, bitorder="little").tobytes(),
+                              vec.tobytes()))
         # vec0 took a chunk of 1,024 vectors for this one namespace
         assert conn.execute("SELECT count(*) FROM sqlite_master "
                             "WHERE name LIKE 'node_vec_%chunks%'").fetchone()[0] > 0
@@ -336,7 +339,7 @@ def test_migration_keeps_every_vector_once_in_a_file_of_the_previous_schema(
         rows = m.store.query("SELECT rid, bits, vec FROM node_vec_bit ORDER BY rid")
         assert [r[0] for r in rows] == [1, 2, 3]
         for (_, bits, vec), want in zip(rows, vecs, strict=True):
-            assert vec == want.tobytes()
+            assert vec == to_int8(want)[0].tobytes()  # rewritten in the stored int8 form
             assert bits == np.packbits(want > 0, bitorder="little").tobytes()
         for exact in (True, False):
             near = m.nearest("when does my plane to Lisbon leave?", 1, exact=exact)

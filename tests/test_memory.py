@@ -77,14 +77,15 @@ def test_nearest_finds_a_paraphrase(mem: Memory, exact: bool) -> None:
 
 def test_nearest_by_index_agrees_with_vec0(mem: Memory) -> None:
     """The bit-index search and sqlite-vec's exact scan give the same neighbours and the same
-    cosine distances (float32 against vec0's own arithmetic)."""
+    cosine distances, up to the int8 form of the query the scan compares in (sqlite-vec
+    compares vectors of one element type; the stored ones are int8)."""
     mem.save_many([f"{animal} {verb} near the {place}" for animal in ("dog", "cat", "heron")
                    for verb in ("sleeps", "hunts", "waits") for place in ("river", "barn")])
     for query in ("a bird fishing by the water", "pets resting in the farm building"):
         fast = mem.nearest(query, k=5)
         slow = mem.nearest(query, k=5, exact=True)
         assert [n.id for n, _ in fast] == [n.id for n, _ in slow]
-        assert [d for _, d in fast] == pytest.approx([d for _, d in slow], abs=1e-5)
+        assert [d for _, d in fast] == pytest.approx([d for _, d in slow], abs=3e-3)
 
 
 @pytest.mark.parametrize("exact", [False, True])

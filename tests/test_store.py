@@ -15,7 +15,7 @@ import pytest
 from remd import Memory, SchemaVersionError, StoreError
 from remd.config import StoreConfig
 from remd.errors import DatabaseLocked
-from remd.store import MIGRATIONS, SCHEMA_VERSION, Store, connect, migration_sql, schema_sql
+from remd.store import MIGRATIONS, SCHEMA_VERSION, Store, connect, schema_sql
 
 
 def test_new_file_is_private_wal_with_vec_loaded(db_path: Path) -> None:
@@ -53,8 +53,8 @@ def old_file(path: Path, upto: str) -> None:
     SQL, recorded by name, as that version's store applied them."""
     conn = connect(path, StoreConfig())
     with conn:
-        for name, _ in MIGRATIONS:
-            conn.execute(migration_sql(name))
+        for name, step in MIGRATIONS:
+            step(conn)
             conn.execute("INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
                          (name, "2026-01-01T00:00:00"))
             if name == upto:

@@ -127,7 +127,7 @@ def prf(top: int = 3, beta: float = 1.0, k: int = 32) -> Hook:
                                  [c.rid for c in best]))
         if not rows:
             return
-        mat = np.frombuffer(b"".join(r[0] for r in rows), np.float32).reshape(len(rows), -1)
+        mat = vectors.from_int8([r[0] for r in rows])
         q2 = qv / np.linalg.norm(qv) + beta * mat.mean(axis=0)
         hits = vectors.knn(probe.view.bits, conn, q2, k, rerank=probe.cfg.vector_rerank)
         hits = probe._resolve(conn, hits)[:k]

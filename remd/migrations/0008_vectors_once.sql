@@ -3,10 +3,10 @@
 -- node_vec (vec0, partitioned by namespace) allocated a chunk of 1,024 float vectors (1.5 MB)
 -- for every namespace that had one vector, and held every vector a second time beside
 -- node_vec_bit.vec. node_vec_bit (migration 0002) is now the one store of vectors: the sign
--- bits for the in-process Hamming pre-filter, the float32 vector for the exact cosine rerank,
--- and sqlite-vec's vec_distance_cosine() over it for nearest(exact=True) and REM's neighbours.
--- Rows only vec0 held (none are expected: every writer wrote both tables in one transaction)
--- are copied over first.
+-- bits for the in-process Hamming pre-filter, and the vector for the cosine rerank and for
+-- sqlite-vec's vec_distance_cosine() (nearest(exact=True)). Rows only vec0 held (none are
+-- expected: every writer wrote both tables in one transaction) are copied over first. After
+-- this SQL, remd/store.py rewrites every vector in its int8 form (384 bytes, not 1,536).
 
 INSERT INTO node_vec_bit (rid, namespace, bits, vec)
     SELECT rowid, namespace, vec_quantize_binary(embedding), embedding FROM node_vec
