@@ -39,7 +39,6 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
-import structlog
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -49,14 +48,14 @@ from remd.config import Config, load_config
 from remd.embed import Embedder, make_embedder
 from remd.errors import ConfigError, Conflict, DatabaseLocked, RemdError, StoreError
 from remd.ingest import check_namespace
-from remd.logs import configure_logging
+from remd.logs import configure_logging, get_logger
 from remd.memory import Memory
 from remd.notify import Notifier
 from remd.rem import ClusterOutcome, RunStatus
 from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
 from remd.triggers import TriggerReport, evaluate
 
-log = structlog.get_logger("remd.daemon")
+log = get_logger("remd.daemon")
 
 JOB_ID = "remd-tick"
 _MAX_LOOP_WAIT = 5.0  # seconds the main loop sleeps at most between housekeeping checks

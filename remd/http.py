@@ -29,7 +29,6 @@ from dataclasses import asdict
 from importlib import metadata
 from typing import Any
 
-import structlog
 import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from starlette.applications import Starlette
@@ -51,9 +50,10 @@ from remd.errors import (
     StoreError,
 )
 from remd.exchange import node_to_dict
+from remd.logs import get_logger
 from remd.memory import Memory
 
-log = structlog.get_logger("remd.http")
+log = get_logger("remd.http")
 
 
 # -- request and response models --------------------------------------------------------------

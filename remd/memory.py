@@ -16,8 +16,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-import structlog
-
 from remd import feedback as _feedback
 from remd import inject as _inject
 from remd import tagtools as _tagtools
@@ -26,6 +24,7 @@ from remd.embed import Embedder, EmbedError, Vectors, make_embedder, to_blob
 from remd.errors import InvalidInput, NotFound, StoreError
 from remd.feedback import FeedbackResult
 from remd.ingest import Draft, Writer, check_namespace, check_source, check_tags, check_text
+from remd.logs import get_logger
 from remd.models import EdgeType, Node, NodeKind, NodeStatus, Stats
 from remd.pack import Pack
 from remd.store import Store
@@ -38,7 +37,7 @@ if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and imp
     from remd import rem as _rem
     from remd import triggers as _triggers
 
-log = structlog.get_logger("remd.memory")
+log = get_logger("remd.memory")
 
 NODE_COLUMNS = (
     "rid, id, namespace, kind, content, source, status, created_at, last_access, "

@@ -41,20 +41,20 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
-import structlog
 
 from remd.cluster import Cluster, build_clusters
 from remd.consolidate import Answer, ClusterWriter, Job, Members
 from remd.errors import Conflict, InvalidInput, LLMError, NotFound, RollbackRefused
 from remd.ids import new_id
 from remd.importance import DAY, NamespaceScores, compute_importance, store_importance
+from remd.logs import get_logger
 from remd.models import TriggerReason
 from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
 
 if TYPE_CHECKING:
     from remd.memory import Memory
 
-log = structlog.get_logger("remd.rem")
+log = get_logger("remd.rem")
 
 PREVIEW_CHARS = 80
 _CHUNK = 500  # ids per IN (...) list

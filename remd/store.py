@@ -22,14 +22,14 @@ from typing import Any, TypeVar
 
 import apsw
 import sqlite_vec
-import structlog
 
 from remd.config import StoreConfig
 from remd.errors import DatabaseLocked, InvalidInput, SchemaVersionError, StoreError
+from remd.logs import get_logger
 
 T = TypeVar("T")
 
-log = structlog.get_logger("remd.store")
+log = get_logger("remd.store")
 
 _SCHEMA_FILE = "schema.sql"
 
