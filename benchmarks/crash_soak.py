@@ -17,7 +17,6 @@ table; exits 1 if anything failed.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import platform
 import random
@@ -27,10 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-import structlog
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from remd.logs import configure_logging  # noqa: E402
 from tests.crash_rem import CrashLoop, EchoLLM, Tally, Zygote, build_db  # noqa: E402
 from tests.test_rem import NOW  # noqa: E402
 
@@ -44,8 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     # This process's own REM events go to stderr, errors only (a killed run found by the next one
     # is a warning, and expected here a few hundred times): stdout is the table.
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
-                        logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    configure_logging("console", "error", stream=sys.stderr)
     server = EchoLLM(delay=0.1)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                      daemon=True).start()

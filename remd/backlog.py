@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import structlog
-
 from remd.embed import EmbedError
+from remd.logs import get_logger
 from remd.store import rows_in
 from remd.vectors import write_vectors
 
 if TYPE_CHECKING:
     from remd.engine import Engine
 
-log = structlog.get_logger("remd.backlog")
+log = get_logger("remd.backlog")
 
 Progress = Callable[[int], None]
 

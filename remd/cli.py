@@ -17,6 +17,7 @@ import click
 from remd.config import Config, load_config
 from remd.errors import RemdError
 from remd.exchange import node_to_dict
+from remd.logs import configure_logging
 from remd.memory import Memory
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -62,6 +63,20 @@ def _line(text: str, width: int = 80) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+class _Stderr:
+    """sys.stderr looked up at each write, so a log call made after a test runner swapped the
+    stream (click's CliRunner) never writes to a closed one."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 @click.group(cls=RemdGroup)
 @click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
               help="Database file (default: $REMD_DB, else ./remd.db).")
@@ -74,6 +89,9 @@ def _line(text: str, width: int = 80) -> str:
 def main(ctx: click.Context, db: str | None, namespace: str, config_path: str | None) -> None:
     """remd: long-term memory for LLM agents in one SQLite file."""
     ctx.obj = Ctx(db or os.environ.get("REMD_DB") or "remd.db", namespace, config_path)
+    if ctx.invoked_subcommand not in ("serve", "mcp"):  # they configure their own logs
+        # stdout carries results only: warnings (an embedder down, ...) go to stderr.
+        configure_logging("console", "warning", stream=_Stderr())  # type: ignore[arg-type]
 
 
 @main.command()
@@ -211,49 +229,12 @@ def import_cmd(c: Ctx, file: Any) -> None:
 
 
 # -- importance, triggers and REM ----------------------------------------------------------------
-class _Stderr:
-    """sys.stderr looked up at each write, so a log call made after a test runner swapped the
-    stream (click's CliRunner) never writes to a closed one."""
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
-
-    def isatty(self) -> bool:
-        return sys.stderr.isatty()
-
-
-@contextlib.contextmanager
-def _logs_to_stderr() -> Iterator[None]:
-    """Warnings and errors as console lines on stderr while a command runs: stdout carries only
-    its output (structlog's default prints every event on stdout, which would break ``--json``).
-    The previous structlog configuration is restored afterwards (commands also run in-process,
-    e.g. under click's CliRunner)."""
-    import logging
-
-    import structlog
-
-    previous = structlog.get_config()
-    structlog.configure(
-        processors=[structlog.processors.add_log_level,
-                    structlog.dev.ConsoleRenderer(colors=False)],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
-        cache_logger_on_first_use=False)
-    try:
-        yield
-    finally:
-        structlog.configure(**previous)
-
-
 @main.command()
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def triggers(c: Ctx, as_json: bool) -> None:
     """Evaluate the REM triggers of the namespace and explain each one."""
-    with _logs_to_stderr(), c.memory(embedder=None) as m:
+    with c.memory(embedder=None) as m:
         report = m.triggers()
     if as_json:
         _echo_json(report.to_dict())
@@ -292,7 +273,7 @@ def run_rem_cmd(c: Ctx, dry_run: bool, as_json: bool) -> None:
     """Run one REM consolidation cycle on the namespace."""
     bar = _RemBar()
     try:
-        with _logs_to_stderr(), c.memory() as m:
+        with c.memory() as m:
             run = m.run_rem(dry_run=dry_run, progress=bar)
     finally:
         bar.close()
@@ -315,7 +296,7 @@ def run_rem_cmd(c: Ctx, dry_run: bool, as_json: bool) -> None:
 @pass_ctx
 def rollback(c: Ctx, run_id: str) -> None:
     """Undo a REM run: members live again, edges back, synthesis nodes removed."""
-    with _logs_to_stderr(), c.memory(embedder=None) as m:
+    with c.memory(embedder=None) as m:
         result = m.rollback(run_id)
     click.echo(f"rolled back {result.run_id}: {result.members_restored} memories restored, "
                f"{result.synthesis_removed} synthesis nodes removed, "

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 import numpy.typing as npt
-import structlog
 
 from remd.cluster import Cluster
 from remd.errors import InvalidInput, LLMError
 from remd.ids import new_id
+from remd.logs import get_logger
 from remd.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
 from remd.tagging import normalise_tag
 from remd.vectors import write_vectors
@@ -35,7 +35,7 @@ from remd.vectors import write_vectors
 if TYPE_CHECKING:
     from remd.engine import Engine
 
-log = structlog.get_logger("remd.rem")
+log = get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]]]

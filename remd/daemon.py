@@ -41,7 +41,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import structlog
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -53,14 +52,14 @@ from remd.embed import Embedder
 from remd.engine import Engine
 from remd.errors import ConfigError, Conflict, DatabaseLocked, RemdError, StoreError
 from remd.ingest import check_namespace
-from remd.logs import configure_logging
+from remd.logs import configure_logging, get_logger
 from remd.notify import Notifier
 from remd.rem import ClusterOutcome, RunStatus, run_rem
 from remd.serving import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
 from remd.triggers import TriggerReport, evaluate_all
 
-log = structlog.get_logger("remd.daemon")
+log = get_logger("remd.daemon")
 
 JOB_ID = "remd-tick"
 _MAX_LOOP_WAIT = 5.0  # seconds the main loop sleeps at most between housekeeping checks

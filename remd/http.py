@@ -35,7 +35,6 @@ from importlib import metadata
 from typing import Any
 
 import anyio.to_thread
-import structlog
 import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from starlette.applications import Starlette
@@ -56,10 +55,11 @@ from remd.errors import (
     StoreError,
 )
 from remd.exchange import node_to_dict
+from remd.logs import get_logger
 from remd.memory import Memory
 from remd.serving import EngineHost, Throttle
 
-log = structlog.get_logger("remd.http")
+log = get_logger("remd.http")
 
 _RETRY_AFTER = {"Retry-After": "1"}
 

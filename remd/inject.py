@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING
 
 import apsw
 import numpy as np
-import structlog
 
 from remd import lexical, nodemirror, vectors
 from remd.caches import View
@@ -53,6 +52,7 @@ from remd.dates import DAY, Period, query_period
 from remd.embed import EmbedError
 from remd.ids import new_id
 from remd.ingest import check_namespace, check_text
+from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.pack import Pack, PackItem, ScoreParts, Seed, check_budget
 from remd.tagging import extract_query_tags
@@ -61,7 +61,7 @@ from remd.walk import Specificity, Walk, propagate
 if TYPE_CHECKING:
     from remd.engine import Engine
 
-log = structlog.get_logger("remd.inject")
+log = get_logger("remd.inject")
 
 _SOURCES = ("graph", "vector", "lexical")
 _KINDS = {code: NodeKind(name) for name, code in nodemirror.KINDS.items()}

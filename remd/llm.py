@@ -22,16 +22,15 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
 import pydantic
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from remd.errors import InvalidInput, LLMError, NotFound
-from remd.logs import Scrub
+from remd.logs import Scrub, get_logger
 
 if TYPE_CHECKING:  # openai takes ~0.35 s to import: only a configured LLM pays for it
     from openai.types.chat import ChatCompletionMessageParam
 
-_log = structlog.get_logger("remd.llm")
+_log = get_logger("remd.llm")
 
 # A chat answer capped at max_tokens is a few KB; a megabyte is an endpoint gone wrong.
 MAX_RESPONSE_BYTES = 1 << 20

@@ -1,22 +1,29 @@
-"""Logging set-up, in one place: structlog events, JSON lines by default.
+"""Logging set-up, in one place: structlog events carried by standard-library logging.
 
-``configure_logging`` is called once by the long-running front ends (``remd serve``,
-``remd mcp``). It renders structlog events *and* the standard-library records of the libraries
+The library never configures logging. Each module takes its logger from :func:`get_logger`: a
+structlog logger whose events become records of the stdlib logger of the same name (under
+``remd``), and ``remd`` has a ``NullHandler``, so a host that configures nothing sees nothing and
+a host that does decides where remd's events go and at which level.
+
+``configure_logging`` is for the front ends, which own their process (the CLI, ``remd serve``,
+``remd mcp``). It renders remd's events *and* the standard-library records of the libraries
 underneath (uvicorn, APScheduler, the MCP SDK) with one renderer on one stream, so a journal or
 a log shipper sees one JSON object per line.
 
-Two rules hold whatever the level: secrets are never written (keys such as ``api_key`` or
-``token`` are replaced, and the configured secret *values* are masked wherever they appear,
-e.g. in a URL the HTTP library logs or an error message a server echoed), and memory contents
-(``content``, ``query``, ...) appear only at debug level — at info and above they are dropped
-from the event, so a production journal never holds what the agents remember.
+In what ``configure_logging`` writes, two rules hold whatever the level: secrets are never
+written (keys such as ``api_key`` or ``token`` are replaced, and the configured secret *values*
+are masked wherever they appear, e.g. in a URL the HTTP library logs or an error message a
+server echoed), and memory contents (``content``, ``query``, ...) appear only at debug level —
+at info and above they are dropped from the event, so a production journal never holds what
+the agents remember.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal, TextIO
 
 import structlog
@@ -36,6 +43,60 @@ CONTENT_KEYS = frozenset({
 REDACTED = "[redacted]"
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR}
+
+# What a remd logger does when called: drop the event unless stdlib logging wants its level
+# (before any other work), add the context variables while still in the caller's thread, and
+# hand the event dict to the stdlib logger for a ProcessorFormatter to render.
+_CHAIN: list[Processor] = [
+    structlog.stdlib.filter_by_level,
+    structlog.contextvars.merge_contextvars,
+    structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+]
+
+# Without a handler of its own, stdlib's last-resort handler would print remd's warnings on
+# stderr of a host that configured no logging.
+logging.getLogger("remd").addHandler(logging.NullHandler())
+
+
+def get_logger(name: str) -> structlog.stdlib.BoundLogger:
+    """The structlog logger of module ``name`` (``"remd.xxx"``), routed to the stdlib logger
+    of that name. It ignores structlog's global configuration, which belongs to the host."""
+    return structlog.stdlib.BoundLogger(logging.getLogger(name), processors=_CHAIN, context={})
+
+
+class _Collect(logging.Handler):
+    def __init__(self, events: list[EventDict]) -> None:
+        super().__init__(logging.DEBUG)
+        self.events = events
+
+    def emit(self, record: logging.LogRecord) -> None:
+        event = dict(record.msg) if isinstance(record.msg, dict) else {"event": record.getMessage()}
+        event["log_level"] = record.levelname.lower()
+        self.events.append(event)
+
+
+@contextlib.contextmanager
+def capture_events() -> Iterator[list[EventDict]]:
+    """Collect remd's events of every level, from every thread, while the block runs.
+
+    Each event is its dict as logged, plus ``log_level`` — the shape of
+    ``structlog.testing.capture_logs()``, which cannot see remd's events (its loggers have
+    their own processors). Like capture_logs, the events are kept from the handlers outside
+    ``remd`` meanwhile. Meant for tests.
+    """
+    events: list[EventDict] = []
+    handler = _Collect(events)
+    logger = logging.getLogger("remd")
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        yield events
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def redact(_logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
@@ -92,33 +153,27 @@ def _renderer(fmt: LogFormat, stream: TextIO) -> Processor:
 
 def configure_logging(fmt: LogFormat = "auto", level: LogLevel = "info",
                       stream: TextIO | None = None, secrets: Iterable[str] = ()) -> None:
-    """Route structlog and stdlib logging to ``stream`` (default stdout) as JSON lines, or as
-    console text when ``fmt`` is "console" (or "auto" and the stream is a terminal).
+    """Render remd's events and stdlib logging on ``stream`` (default stdout) as JSON lines, or
+    as console text when ``fmt`` is "console" (or "auto" and the stream is a terminal).
     ``secrets`` are values (API key, bearer token, ...) masked wherever they would appear.
 
+    For front ends only: it sets up the root logger (and structlog's defaults) of the process.
     Safe to call again (SIGHUP reload): the previous handler is replaced, not duplicated.
     """
     out = sys.stdout if stream is None else stream
     threshold = _LEVELS[level]
-    shared: list[Processor] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        redact,
-    ]
     renderer = _renderer(fmt, out)
     scrub = Scrub(secrets)
-    structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, scrub, renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(threshold),
-        logger_factory=structlog.PrintLoggerFactory(file=out),
-        cache_logger_on_first_use=False,
-    )
-    # Standard-library records (uvicorn, apscheduler, mcp) go through the same processors.
+    # remd's events arrive as event dicts (see get_logger); the records of the libraries
+    # underneath (uvicorn, apscheduler, mcp) are turned into one first, then all of them go
+    # through the same processors.
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
+        foreign_pre_chain=[structlog.stdlib.add_logger_name,
+                           structlog.contextvars.merge_contextvars],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    structlog.processors.format_exc_info, scrub, renderer],
+                    structlog.processors.add_log_level,
+                    structlog.processors.TimeStamper(fmt="iso", utc=True),
+                    redact, structlog.processors.format_exc_info, scrub, renderer],
     )
     handler = logging.StreamHandler(out)
     handler.setFormatter(formatter)
@@ -130,4 +185,11 @@ def configure_logging(fmt: LogFormat = "auto", level: LogLevel = "info",
     root.setLevel(threshold)
     # APScheduler logs every job execution at info; only its problems are worth a line.
     logging.getLogger("apscheduler").setLevel(max(threshold, logging.WARNING))
-
+    # remd's loggers don't need this. Any other structlog logger of the process takes the same
+    # road instead of structlog's default, which prints on stdout: the MCP protocol's channel.
+    structlog.configure(
+        processors=_CHAIN,
+        wrapper_class=structlog.stdlib.BoundLogger,
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        cache_logger_on_first_use=False,
+    )

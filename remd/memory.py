@@ -16,8 +16,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-import structlog
-
 from remd import backlog as _backlog
 from remd import exchange as _exchange
 from remd import feedback as _feedback
@@ -32,6 +30,7 @@ from remd.errors import InvalidInput
 from remd.exchange import ImportResult
 from remd.feedback import FeedbackResult
 from remd.ingest import Draft, check_namespace, check_source, check_tags, check_text, save_drafts
+from remd.logs import get_logger
 from remd.models import EdgeType, Node, Stats
 from remd.nodes import NODE_COLUMNS
 from remd.pack import Pack
@@ -44,7 +43,7 @@ if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and imp
     from remd import rem as _rem
     from remd import triggers as _triggers
 
-log = structlog.get_logger("remd.memory")
+log = get_logger("remd.memory")
 
 __all__ = ["NODE_COLUMNS", "Memory"]
 Progress = Callable[[int], None]

@@ -13,9 +13,9 @@ import os
 import socket
 from collections.abc import Mapping
 
-import structlog
+from remd.logs import get_logger
 
-log = structlog.get_logger("remd.notify")
+log = get_logger("remd.notify")
 
 
 class Notifier:

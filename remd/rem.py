@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
-import structlog
 
 from remd.backlog import embed_pending
 from remd.cluster import Cluster, build_clusters
@@ -50,6 +49,7 @@ from remd.errors import Conflict, InvalidInput, LLMError, NotFound, RollbackRefu
 from remd.ids import new_id
 from remd.importance import DAY, NamespaceScores, compute_importance, store_importance
 from remd.ingest import check_namespace
+from remd.logs import get_logger
 from remd.models import TriggerReason
 from remd.store import rows_in
 from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
@@ -58,7 +58,7 @@ from remd.vectors import from_int8
 if TYPE_CHECKING:
     from remd.engine import Engine
 
-log = structlog.get_logger("remd.rem")
+log = get_logger("remd.rem")
 
 PREVIEW_CHARS = 80
 _CHUNK = 500  # ids per IN (...) list

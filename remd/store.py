@@ -23,7 +23,6 @@ from typing import Any
 import apsw
 import numpy as np
 import sqlite_vec
-import structlog
 
 from remd.config import StoreConfig
 from remd.errors import (
@@ -33,8 +32,9 @@ from remd.errors import (
     SchemaVersionError,
     StoreError,
 )
+from remd.logs import get_logger
 
-log = structlog.get_logger("remd.store")
+log = get_logger("remd.store")
 
 _SCHEMA_FILE = "schema.sql"
 

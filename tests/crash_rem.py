@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import html
 import json
-import logging
 import os
 import queue
 import random
@@ -40,8 +39,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
-
-import structlog
 
 from remd import Memory
 from remd.consolidate import ClusterWriter
@@ -320,7 +317,6 @@ def zygote_main(db: str, now: float) -> None:
     REM cycle; after each fork wait for ``reap`` and report ``exit CODE`` (negative: signal).
     The child stays unreaped (a zombie at worst) until then, so its pid cannot be reused
     before the parent's SIGKILL."""
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp) / "warm.db", embedder=None):
         pass  # loads the tokenizer, the schema code, sqlite-vec
     print("zygote", flush=True)

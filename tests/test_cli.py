@@ -1,13 +1,19 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from remd.cli import main
+from tests.llm_server import refused_base_url
+
+REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
 
 
 def run(db: Path, *args: str, input: str | None = None,
@@ -50,6 +56,31 @@ def test_history_and_forget(db_path: Path) -> None:
     assert code == 0
     _, out, _ = run(db_path, "recent", "--json")
     assert json.loads(out) == []
+
+
+def remd(db: Path, *args: str, env: dict[str, str] | None = None,
+         ) -> subprocess.CompletedProcess[str]:
+    """`remd` as a real process: its own stdout and stderr, logging as the CLI sets it up."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("REMD_")} | (env or {})
+    return subprocess.run([*REMD, "--db", str(db), *args], capture_output=True, text=True,
+                          env=full_env, timeout=300)
+
+
+def test_forget_prints_only_the_id(db_path: Path) -> None:
+    node_id = remd(db_path, "save", "My job is baker").stdout.strip()
+    forgot = remd(db_path, "forget", node_id)
+    assert (forgot.returncode, forgot.stdout, forgot.stderr) == (0, node_id + "\n", "")
+
+
+def test_warnings_go_to_stderr_and_stdout_keeps_the_result(db_path: Path) -> None:
+    down = {"REMD_EMBED__PROVIDER": "openai", "REMD_EMBED__BASE_URL": refused_base_url()}
+    saved = remd(db_path, "save", "I water the basil on Sundays", env=down)
+    assert saved.returncode == 0 and re.fullmatch(r"[0-9a-z]{16}\n", saved.stdout)
+    assert "embed.failed" in saved.stderr and "warning" in saved.stderr
+    injected = remd(db_path, "inject", "basil on Sundays", "--budget", "100", "--json", env=down)
+    assert injected.returncode == 0 and "inject.embed_failed" in injected.stderr
+    pack = json.loads(injected.stdout)  # the whole of stdout is the one JSON object
+    assert [item["id"] for item in pack["items"]] == [saved.stdout.strip()]
 
 
 def test_export_import_via_files(tmp_path: Path) -> None:

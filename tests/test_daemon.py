@@ -29,7 +29,7 @@ from remd import ConfigError, InvalidInput, Memory, StoreError, load_config
 from remd.cli import main
 from remd.daemon import Daemon
 from remd.exchange import iso
-from remd.logs import REDACTED, configure_logging
+from remd.logs import REDACTED, capture_events, configure_logging, get_logger
 from remd.notify import Notifier
 from remd.rem import ClusterOutcome
 from remd.serving import EngineHost, freeze_heap
@@ -106,7 +106,7 @@ def test_tick_consolidates_only_the_namespaces_whose_trigger_fires(
     with Memory(db_path, "home", clock=lambda: NOW) as m:
         home = m.save("I water the basil on Sundays").id
     daemon = daemon_factory()
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         report = daemon.tick(NOW)
 
     outcome = {t.namespace: t for t in report.namespaces}
@@ -266,7 +266,7 @@ def test_reload_reads_the_file_again_and_keeps_the_old_config_when_it_is_bad(
     assert daemon.config.triggers.max_live_nodes == 10
 
     path.write_text("[daemon]\ninterval_seconds = -1\n")
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         assert daemon.reload() is None
     assert daemon.config.daemon.interval_seconds == 5
     failed = next(e for e in logs if e["event"] == "config.reload_failed")
@@ -369,23 +369,25 @@ def log_stream() -> Iterator[io.StringIO]:
 
 def test_logs_are_json_lines_without_secrets_or_contents(log_stream: io.StringIO) -> None:
     configure_logging("json", "info", stream=log_stream)
-    log = structlog.get_logger("remd.test")
+    log = get_logger("remd.test")
     log.info("memory.saved", id="abc", content="my bank PIN is 1234", api_key="sk-secret",
              query="what is my PIN", namespace="default")
     log.debug("dropped.below.level", content="x")
     logging.getLogger("uvicorn.error").warning("stdlib %s", "record")
+    structlog.get_logger("plugin").warning("not remd's", token="t0k")  # structlog's defaults
     lines = [json.loads(line) for line in log_stream.getvalue().splitlines()]
-    assert [e["event"] for e in lines] == ["memory.saved", "stdlib record"]
+    assert [e["event"] for e in lines] == ["memory.saved", "stdlib record", "not remd's"]
     saved = lines[0]
     assert saved["id"] == "abc" and saved["api_key"] == REDACTED and saved["level"] == "info"
     assert "content" not in saved and "query" not in saved and "timestamp" in saved
     assert "1234" not in log_stream.getvalue() and "sk-secret" not in log_stream.getvalue()
     assert lines[1]["logger"] == "uvicorn.error" and lines[1]["level"] == "warning"
+    assert lines[2]["token"] == REDACTED and lines[2]["level"] == "warning"
 
 
 def test_contents_are_logged_at_debug_only(log_stream: io.StringIO) -> None:
     configure_logging("json", "debug", stream=log_stream)
-    log = structlog.get_logger("remd.test")
+    log = get_logger("remd.test")
     log.debug("memory.saved", content="visible at debug", token="t0k")
     log.info("memory.saved", content="hidden at info")
     first, second = (json.loads(x) for x in log_stream.getvalue().splitlines())

@@ -17,12 +17,12 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remd import Memory, RemdError, load_config
 from remd.http import HttpServer, create_app
+from remd.logs import capture_events
 from remd.serving import EngineHost
 from remd.tokens import TokenCounter
 from tests.test_http import serve
@@ -236,7 +236,7 @@ def test_a_bug_behind_the_api_is_a_json_500_and_a_logged_event(db_path: Path) ->
     server = HttpServer(create_app(pool), "127.0.0.1", 0)
     server.start()
     try:
-        with structlog.testing.capture_logs() as logs, httpx.Client(
+        with capture_events() as logs, httpx.Client(
                 base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
             r = api.get("/v1/stats")
         assert r.status_code == 500 and r.json()["error"]["type"] == "InternalError"

@@ -13,7 +13,6 @@ from typing import Any
 import apsw
 import httpx
 import pytest
-import structlog
 from click.testing import CliRunner
 from pydantic import SecretStr
 
@@ -21,6 +20,7 @@ from remd import Memory, load_config
 from remd.cli import main
 from remd.config import Config
 from remd.http import HttpServer, create_app
+from remd.logs import capture_events
 from remd.serving import EngineHost, Throttle
 from remd.tokens import TokenCounter
 from tests.test_daemon import Served
@@ -220,7 +220,7 @@ def test_an_overloaded_server_answers_503_logs_once_and_recovers(db_path: Path) 
     hogger.start()
     held.wait(10)
     try:
-        with structlog.testing.capture_logs() as logs, httpx.Client(
+        with capture_events() as logs, httpx.Client(
                 base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
             codes = []
             for i in range(20):

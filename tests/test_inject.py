@@ -605,7 +605,8 @@ def test_a_repeated_query_reuses_its_embedding(db_path: Path, cache: int) -> Non
         assert emb.asked[-2:] == [fresh, fresh]
 
 
-def test_item_counts_follow_the_encoding_the_file_was_written_with(db_path: Path) -> None:
+def test_item_counts_follow_the_encoding_the_file_was_written_with(
+        db_path: Path, stock_tiktoken: dict[str, tiktoken.Encoding]) -> None:
     """Items carry the count taken at save time only while the file's counts are all in the
     configured encoding; a Memory opened with another encoding marks the file "mixed" and
     every count is taken again. Either way each item's count is exact for this config."""
@@ -615,13 +616,13 @@ def test_item_counts_follow_the_encoding_the_file_was_written_with(db_path: Path
     other = Config.model_validate({"store": {"encoding": "cl100k_base"}})
     with Memory(db_path, config=other, embedder=None) as m:
         assert not m.tokens_exact
-        enc = tiktoken.get_encoding("cl100k_base")
+        enc = stock_tiktoken["cl100k_base"]
         pack = m.inject("What are my food preferences?", 500)
         assert pack.items
         assert all(i.tokens == len(enc.encode(i.content)) for i in pack.items)
         assert pack.tokens_used == len(enc.encode(pack.text))
     with Memory(db_path, embedder=None) as m:
         assert not m.tokens_exact  # mixed for good: counts are recomputed
-        enc = tiktoken.get_encoding("o200k_base")
+        enc = stock_tiktoken["o200k_base"]
         pack = m.inject("What are my food preferences?", 500)
         assert all(i.tokens == len(enc.encode(i.content)) for i in pack.items)

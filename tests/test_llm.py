@@ -9,11 +9,11 @@ from typing import Any
 
 import pydantic
 import pytest
-import structlog
 from pydantic import SecretStr
 
 from remd.errors import InvalidInput, LLMError
 from remd.llm import LLMClient, LLMSettings, LLMStatusError, LLMUnavailable
+from remd.logs import capture_events
 from tests.llm_server import (
     VALID_ANSWER,
     LLMServer,
@@ -66,7 +66,7 @@ def test_turns_follow_the_user_message(llm_server: LLMServer) -> None:
 def test_429_honours_retry_after(llm_server: LLMServer) -> None:
     llm_server.script(status(429, {"Retry-After": "2"}), good())
     sleeps: list[float] = []
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         content = make_client(llm_server.base_url, sleeps).complete_json("s", "u")
     assert json.loads(content) == VALID_ANSWER
     assert sleeps == [2.0]
@@ -85,7 +85,7 @@ def test_retry_after_is_capped_by_backoff_max(llm_server: LLMServer) -> None:
 def test_500_500_then_success_backs_off_exponentially(llm_server: LLMServer) -> None:
     llm_server.script(status(500), status(500), good())
     sleeps: list[float] = []
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         make_client(llm_server.base_url, sleeps, backoff_base=0.5).complete_json("s", "u")
     assert len(llm_server.requests) == 3
     # equal jitter: attempt n sleeps between half and all of base * 2**(n-1)
@@ -97,7 +97,7 @@ def test_500_500_then_success_backs_off_exponentially(llm_server: LLMServer) -> 
 def test_503_exhausting_retries_raises(llm_server: LLMServer) -> None:
     llm_server.default = status(503)
     sleeps: list[float] = []
-    with structlog.testing.capture_logs() as logs, pytest.raises(LLMStatusError) as info:
+    with capture_events() as logs, pytest.raises(LLMStatusError) as info:
         make_client(llm_server.base_url, sleeps, max_retries=2).complete_json("s", "u")
     assert info.value.status == 503 and "503" in str(info.value)
     assert len(llm_server.requests) == 3 and len(sleeps) == 2
@@ -109,7 +109,7 @@ def test_503_exhausting_retries_raises(llm_server: LLMServer) -> None:
 def test_client_errors_are_not_retried(llm_server: LLMServer, code: int) -> None:
     llm_server.default = status(code)
     sleeps: list[float] = []
-    with structlog.testing.capture_logs() as logs, pytest.raises(LLMStatusError) as info:
+    with capture_events() as logs, pytest.raises(LLMStatusError) as info:
         make_client(llm_server.base_url, sleeps).complete_json("s", "u")
     assert info.value.status == code and str(code) in str(info.value)
     assert len(llm_server.requests) == 1 and sleeps == []
@@ -119,7 +119,7 @@ def test_client_errors_are_not_retried(llm_server: LLMServer, code: int) -> None
 def test_timeout_is_retried_then_raises(llm_server: LLMServer) -> None:
     llm_server.default = slow(3.0)
     sleeps: list[float] = []
-    with structlog.testing.capture_logs() as logs, pytest.raises(LLMUnavailable, match="timeout"):
+    with capture_events() as logs, pytest.raises(LLMUnavailable, match="timeout"):
         make_client(llm_server.base_url, sleeps, timeout=0.5, max_retries=1).complete_json("s", "u")
     assert len(llm_server.requests) == 2 and len(sleeps) == 1
     assert events(logs, "llm.retry")[0]["reason"] == "timeout"
@@ -129,7 +129,7 @@ def test_dripping_body_hits_the_whole_answer_deadline(llm_server: LLMServer) -> 
     # Each chunk arrives well within the per-read timeout; only a total deadline stops it.
     llm_server.script(slow(3.0, drip=0.1), good())
     sleeps: list[float] = []
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         content = make_client(llm_server.base_url, sleeps, timeout=0.5).complete_json("s", "u")
     assert json.loads(content) == VALID_ANSWER
     assert [e["reason"] for e in events(logs, "llm.retry")] == ["timeout"]
@@ -151,7 +151,7 @@ def test_oversized_response_is_refused(llm_server: LLMServer) -> None:
 
 def test_connection_refused_is_retried_then_raises() -> None:
     sleeps: list[float] = []
-    with structlog.testing.capture_logs() as logs, pytest.raises(LLMUnavailable):
+    with capture_events() as logs, pytest.raises(LLMUnavailable):
         make_client(refused_base_url(), sleeps, max_retries=2).complete_json("s", "u")
     assert len(sleeps) == 2
     assert events(logs, "llm.failed")[0]["reason"] == "connection error"
@@ -184,7 +184,7 @@ def test_concurrency_bound(llm_server: LLMServer, concurrency: int, bounded: boo
 def test_the_key_never_reaches_logs_or_errors(llm_server: LLMServer) -> None:
     llm_server.script(status(500), status(429), status(401))
     settings = LLMSettings(base_url=llm_server.base_url, api_key=SecretStr(KEY), max_retries=3)
-    with structlog.testing.capture_logs() as logs, pytest.raises(LLMError) as info:
+    with capture_events() as logs, pytest.raises(LLMError) as info:
         LLMClient(settings, sleep=lambda _: None).complete_json("SYS-PROMPT-1", "USER-PROMPT-2")
     assert len(logs) == 3
     assert KEY not in repr(logs) and KEY not in str(info.value)

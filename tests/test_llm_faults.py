@@ -16,12 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
-import structlog
 
 from remd import Memory, RunStatus
 from remd.config import load_config
 from remd.daemon import Daemon
 from remd.llm import LLMClient, LLMSettings
+from remd.logs import capture_events
 from remd.rem import ClusterOutcome
 from remd.synthesis import LLMSynthesiser
 from tests.llm_server import (
@@ -98,7 +98,7 @@ def consistent(m: Memory) -> None:
 def test_a_failing_llm_skips_the_cluster_and_keeps_every_member_live(
         alice: Memory, llm_server: LLMServer, fault: str) -> None:
     llm_server.script(*FAULTS[fault])
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         run = alice.run_rem(now=NOW, synthesiser=synth(llm_server.base_url))
     assert run.status is RunStatus.COMPLETED
     assert (run.synthesised, run.skipped) == (0, 1)
@@ -121,7 +121,7 @@ def test_a_failing_llm_skips_the_cluster_and_keeps_every_member_live(
 
 
 def test_connection_refused_skips_the_cluster(alice: Memory) -> None:
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         run = alice.run_rem(now=NOW, synthesiser=synth(refused_base_url()))
     assert (run.status, run.synthesised, run.skipped) == (RunStatus.COMPLETED, 0, 1)
     assert alice.stats().live == 3
@@ -157,7 +157,7 @@ def test_the_daemon_keeps_running_through_llm_faults(
                 "max_retries": 0, "timeout": 0.6}})
     daemon = Daemon(db_path, cfg, clock=lambda: NOW, env={})
     try:
-        with structlog.testing.capture_logs() as logs:
+        with capture_events() as logs:
             first = daemon.tick(NOW)
             second = daemon.tick(NOW + 60)  # still alive, and still refusing to lose anything
         for report in (first, second):
@@ -284,7 +284,7 @@ def test_a_bug_in_one_namespace_cycle_leaves_the_daemon_and_the_others_running(
     cfg = load_config(env={}, overrides={"triggers": {"max_live_nodes": 5}})
     daemon = Daemon(db_path, cfg, clock=lambda: NOW, env={}, embedder=None, on_cluster=observer)
     try:
-        with structlog.testing.capture_logs() as logs:
+        with capture_events() as logs:
             report = daemon.tick(NOW)
         outcome = {t.namespace: (t.outcome, t.error) for t in report.namespaces}
         assert outcome["a"] == ("failed", "RuntimeError: observer bug")

@@ -11,13 +11,13 @@ from typing import Any
 
 import pydantic
 import pytest
-import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from remd.errors import InvalidInput, LLMError, NotFound
 from remd.llm import LLMClient, LLMSettings
+from remd.logs import capture_events
 from remd.synthesis import (
     MAX_SYNTHESIS_CHARS,
     NOT_NAMES,
@@ -133,7 +133,7 @@ def test_llm_good_answer(llm_server: LLMServer) -> None:
 
 def test_invalid_json_is_reasked_once(llm_server: LLMServer) -> None:
     llm_server.script(raw('{"synthesis": "Alice moved to'), good())
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         answer = llm_synthesiser(llm_server).synthesise(CLUSTER)
     assert answer.synthesis == VALID_ANSWER["synthesis"]
     assert len(llm_server.requests) == 2
@@ -162,7 +162,7 @@ def test_fenced_json_is_accepted(llm_server: LLMServer) -> None:
 @pytest.mark.parametrize("bad", [raw("not json at all"), huge(MAX_SYNTHESIS_CHARS + 1)])
 def test_invalid_twice_raises(llm_server: LLMServer, bad: Any) -> None:
     llm_server.default = bad
-    with structlog.testing.capture_logs() as logs, pytest.raises(LLMError, match="twice"):
+    with capture_events() as logs, pytest.raises(LLMError, match="twice"):
         llm_synthesiser(llm_server).synthesise(CLUSTER)
     assert len(llm_server.requests) == 2
     attempts = [e["attempt"] for e in logs if e["event"] == "synthesis.invalid_answer"]
