@@ -69,6 +69,7 @@ class TagGraphCache:
         self.seq: int | None = None  # last tag_log entry applied; None: never synced
         self.hits = 0
         self.misses = 0
+        self._bytes = 0  # what nbytes() reports, kept as entries come and go
 
     # -- coherence ------------------------------------------------------------------------
     def sync(self, conn: apsw.Connection) -> None:
@@ -91,23 +92,23 @@ class TagGraphCache:
                 self.clear()
             else:
                 for tid in changed:  # other namespaces' tags are simply not here
-                    self.edges.pop(tid, None)
-                    self.members.pop(tid, None)
-                    self.info.pop(tid, None)
+                    for table in (self.edges, self.members, self.info):
+                        gone = table.pop(tid, None)
+                        if gone is not None:
+                            self._bytes -= _size(gone)
         self.seq = top
 
     def clear(self) -> None:
         self.edges.clear()
         self.members.clear()
         self.info.clear()
+        self._bytes = 0
 
     def nbytes(self) -> int:
         """Roughly what the cache holds in memory (for the cache budget): per entry, its
-        arrays or lists plus the Python objects around them."""
-        edges = sum(e.ids.nbytes + e.weights.nbytes for e in self.edges.values())
-        members = sum(len(m.ids) for m in self.members.values())
-        return (edges + 240 * len(self.edges) + 64 * members + 240 * len(self.members)
-                + 160 * len(self.info))
+        arrays or lists plus the Python objects around them. Kept as entries come and go:
+        asked after every inject."""
+        return self._bytes
 
     # -- reads ----------------------------------------------------------------------------
     def top_edges(self, conn: apsw.Connection, tid: int, limit: int) -> Edges:
@@ -147,6 +148,8 @@ class TagGraphCache:
                 conn, "SELECT tid, name, df FROM tags WHERE tid IN ({marks})", missing):
             out[tid] = (str(name), int(df))
             if self.capacity > 0:
+                if tid not in self.info:
+                    self._bytes += _INFO_BYTES
                 self.info[tid] = out[tid]
         if len(self.info) > 4 * self.capacity:
             self._trim(self.info)
@@ -155,7 +158,11 @@ class TagGraphCache:
     def _put(self, table: dict[int, Any], tid: int, rows: Edges | Members) -> None:
         if self.capacity <= 0:  # caching off: every read goes to SQLite
             return
+        old = table.get(tid)
+        if old is not None:
+            self._bytes -= _size(old)
         table[tid] = rows
+        self._bytes += _size(rows)
         if len(table) > self.capacity:
             self._trim(table)
 
@@ -168,11 +175,22 @@ class TagGraphCache:
         self.misses += 1
         return None
 
-    @staticmethod
-    def _trim(table: dict[int, Any]) -> None:
+    def _trim(self, table: dict[int, Any]) -> None:
         """Drop the oldest half (dicts keep insertion order)."""
         for tid in list(table)[: len(table) // 2]:
-            del table[tid]
+            self._bytes -= _size(table.pop(tid))
+
+
+_ENTRY_BYTES = 240  # the dataclass, its dict slot and list/array headers
+_INFO_BYTES = 160  # a (name, df) tuple and its dict slot
+
+
+def _size(rows: Edges | Members | tuple[str, int]) -> int:
+    if isinstance(rows, Edges):
+        return _ENTRY_BYTES + int(rows.ids.nbytes + rows.weights.nbytes)
+    if isinstance(rows, Members):
+        return _ENTRY_BYTES + 64 * len(rows.ids)
+    return _INFO_BYTES
 
 
 def _rows(conn: apsw.Connection, sql: str, params: Sequence[object]
