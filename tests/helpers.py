@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+
 import numpy.typing as npt
 
 from remd import vectors
 from remd.memory import Memory
+from remd.store import Store
 
 
 def knn(mem: Memory, namespace: str, query: npt.ArrayLike, k: int, *,
@@ -13,3 +18,33 @@ def knn(mem: Memory, namespace: str, query: npt.ArrayLike, k: int, *,
     """remd.vectors.knn over the namespace's bit index, as inject and nearest run it."""
     with mem.engine.caches.use(namespace) as view, mem.store.snapshot() as conn:
         return vectors.knn(view.bits, conn, query, k, rerank=rerank)
+
+
+class Hog:
+    """A pooled connection held on another thread until :meth:`release` (or the block's end)."""
+
+    def __init__(self, store: Store) -> None:
+        self._held, self._done = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._hold, args=(store,))
+
+    def _hold(self, store: Store) -> None:
+        with store.connection():
+            self._held.set()
+            self._done.wait(30)
+
+    def release(self) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+@contextlib.contextmanager
+def hogged(store: Store) -> Iterator[Hog]:
+    """One of the store's pooled connections leased by another thread for the block."""
+    hog = Hog(store)
+    hog._thread.start()
+    hog._held.wait(10)
+    try:
+        yield hog
+    finally:
+        hog.release()

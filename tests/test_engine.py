@@ -4,7 +4,6 @@ namespace, caches within one memory budget, set-based trigger evaluation."""
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from remd import Config, Memory, StoreError
 from remd.daemon import Daemon
 from remd.errors import PoolExhausted
 from remd.triggers import evaluate, evaluate_all
+from tests.helpers import hogged
 
 NOW = 1_750_000_000.0
 DAY = 86400.0
@@ -73,23 +73,8 @@ def test_a_pool_with_no_free_connection_answers_busy(db_path: Path) -> None:
     config = _config(store={"max_connections": 1, "pool_wait_ms": 50})
     with Memory(db_path, config=config, embedder=None) as m:
         m.save("the only memory")
-        held = threading.Event()
-        done = threading.Event()
-
-        def hold() -> None:
-            with m.store.connection():
-                held.set()
-                done.wait(10)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        held.wait(10)
-        try:
-            with pytest.raises(PoolExhausted, match="connections .* are in use"):
-                m.save("refused while every connection is leased")
-        finally:
-            done.set()
-            holder.join()
+        with hogged(m.store), pytest.raises(PoolExhausted, match="connections .* are in use"):
+            m.save("refused while every connection is leased")
         assert [n.content for n in m.recent()] == ["the only memory"]  # nothing written
         m.save("accepted once one is free")
 

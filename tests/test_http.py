@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,6 +22,7 @@ from remd.http import HttpServer, create_app
 from remd.logs import capture_events
 from remd.serving import EngineHost, Throttle
 from remd.tokens import TokenCounter
+from tests.helpers import hogged
 from tests.test_daemon import Served
 
 TOKEN = "s3cret-token-7a1f0c"
@@ -208,19 +208,8 @@ def test_an_overloaded_server_answers_503_logs_once_and_recovers(db_path: Path) 
                                                        "pool_wait_ms": 20}})
     Memory(db_path, embedder=None).close()
     server, host = serve(db_path, config)
-    release = threading.Event()
-    held = threading.Event()
-
-    def hog() -> None:
-        with host.engine.store.connection():
-            held.set()
-            release.wait(30)
-
-    hogger = threading.Thread(target=hog)
-    hogger.start()
-    held.wait(10)
     try:
-        with capture_events() as logs, httpx.Client(
+        with hogged(host.engine.store) as hog, capture_events() as logs, httpx.Client(
                 base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
             codes = []
             for i in range(20):
@@ -230,11 +219,9 @@ def test_an_overloaded_server_answers_503_logs_once_and_recovers(db_path: Path) 
                 assert r.json()["error"]["type"] == "PoolExhausted"
             assert codes == [503] * 20
             assert [e["event"] for e in logs].count("http.unavailable") == 1
-            release.set()
-            hogger.join()
+            hog.release()
             assert api.post("/v1/memories", json={"content": "back"}).status_code == 201
     finally:
-        release.set()
         server.stop()
         host.close()
     assert count_nodes(db_path) == 1
