@@ -14,6 +14,8 @@ and is never the source of truth:
   entries after its last look already pruned, or more changes than it is worth evicting one
   by one (a REM run flipping thousands of memories), drops everything.
 - Entries are bounded (``capacity`` tags per kind); past it the oldest half is dropped.
+- A namespace of fewer than ``CACHE_FROM`` memories keeps nothing: its walk reads a few dozen
+  short rows from SQLite, and ten thousand such namespaces would otherwise hold ~25 KB each.
 
 One cache per namespace (:mod:`remd.caches`); callers hold the namespace's view, which
 serialises its use.
@@ -34,6 +36,7 @@ from remd.store import int_scalar, rows_in
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
 _EVICT_MAX = 4096
+CACHE_FROM = 256  # memories a namespace needs before its rows are kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,7 @@ class TagGraphCache:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
+        self.keeping = False  # set by size_for: is the namespace large enough to cache?
         self.edges: dict[int, Edges] = {}
         self.members: dict[int, Members] = {}
         self.info: dict[int, tuple[str, int]] = {}
@@ -74,7 +78,7 @@ class TagGraphCache:
     # -- coherence ------------------------------------------------------------------------
     def sync(self, conn: apsw.Connection) -> None:
         """Evict what changed since the last sync (in the caller's read snapshot)."""
-        if self.capacity <= 0:
+        if not self.keeping:
             return
         top = int_scalar(conn, "SELECT max(seq) FROM tag_log")
         if top == self.seq:
@@ -97,6 +101,15 @@ class TagGraphCache:
                         if gone is not None:
                             self._bytes -= _size(gone)
         self.seq = top
+
+    def size_for(self, memories: int) -> None:
+        """Keep rows only for a namespace of at least CACHE_FROM memories (and a positive
+        capacity); a namespace that falls below drops what it kept."""
+        keeping = self.capacity > 0 and memories >= CACHE_FROM
+        if self.keeping and not keeping:
+            self.clear()
+            self.seq = None  # on growing again, start from whatever the log says then
+        self.keeping = keeping
 
     def clear(self) -> None:
         self.edges.clear()
@@ -147,7 +160,7 @@ class TagGraphCache:
         for tid, name, df in rows_in(
                 conn, "SELECT tid, name, df FROM tags WHERE tid IN ({marks})", missing):
             out[tid] = (str(name), int(df))
-            if self.capacity > 0:
+            if self.keeping:
                 if tid not in self.info:
                     self._bytes += _INFO_BYTES
                 self.info[tid] = out[tid]
@@ -156,7 +169,7 @@ class TagGraphCache:
         return out
 
     def _put(self, table: dict[int, Any], tid: int, rows: Edges | Members) -> None:
-        if self.capacity <= 0:  # caching off: every read goes to SQLite
+        if not self.keeping:  # caching off, or a small namespace: every read goes to SQLite
             return
         old = table.get(tid)
         if old is not None:
@@ -181,15 +194,19 @@ class TagGraphCache:
             self._bytes -= _size(table.pop(tid))
 
 
-_ENTRY_BYTES = 240  # the dataclass, its dict slot and list/array headers
-_INFO_BYTES = 160  # a (name, df) tuple and its dict slot
+# What an entry costs in memory besides its data, measured with tracemalloc: Edges hold two
+# numpy arrays over two array.array buffers; Members two lists of Python ints and floats.
+_EDGES_BYTES = 520
+_MEMBERS_BYTES = 300
+_MEMBER_BYTES = 68  # an int, a float and their two list slots
+_INFO_BYTES = 250  # a (name, df) tuple, the name and the dict slot
 
 
 def _size(rows: Edges | Members | tuple[str, int]) -> int:
     if isinstance(rows, Edges):
-        return _ENTRY_BYTES + int(rows.ids.nbytes + rows.weights.nbytes)
+        return _EDGES_BYTES + int(rows.ids.nbytes + rows.weights.nbytes)
     if isinstance(rows, Members):
-        return _ENTRY_BYTES + 64 * len(rows.ids)
+        return _MEMBERS_BYTES + _MEMBER_BYTES * len(rows.ids)
     return _INFO_BYTES
 
 

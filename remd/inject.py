@@ -124,8 +124,9 @@ class _Injector:
         """Bring the in-process caches to this snapshot (once per inject): evict the tags and
         re-read the memories written since the last look."""
         if not self._synced:
-            self.cache.sync(conn)
             self.nodes.refresh(conn)
+            self.cache.size_for(self.nodes.n)
+            self.cache.sync(conn)
             self._synced = True
 
     # -- seeds ----------------------------------------------------------------------------

@@ -33,7 +33,8 @@ GONE = -1  # deleted, or moved to another namespace
 FAR = -2  # neighbour(): no live row among the next _NEAR
 _NEAR = 64
 _TAGS_KEEP = 65_536  # memories whose tags are kept (~0.5 KB each)
-_TAG_ENTRY_BYTES = 512
+_TAG_ENTRY_BYTES = 1024  # a memory's (tid, weight) pairs and tag-id set (tracemalloc)
+_ARRAY_BYTES = 112  # a numpy array object's own size
 _Tagged = tuple[tuple[tuple[int, float], ...], frozenset[int]]
 KINDS = {"episodic": 0, "fact": 1, "synthesis": 2}
 SYNTHESIS = KINDS["synthesis"]
@@ -164,7 +165,7 @@ class NodeMirror:
         cap = len(self.rid)
         if need <= cap:
             return
-        new_cap = max(need, 2 * cap, 64)
+        new_cap = max(need, 2 * cap, 8)
         for name in ("rid", "kind", "status", "created", "importance", "tokens", "until"):
             col = getattr(self, name)
             bigger = np.zeros(new_cap, col.dtype)
@@ -175,7 +176,8 @@ class NodeMirror:
         """Roughly what the mirror holds in memory (for the cache budget)."""
         arrays = (self.rid, self.kind, self.status, self.created, self.importance, self.tokens,
                   self.until)
-        return sum(a.nbytes for a in arrays) + _TAG_ENTRY_BYTES * len(self._tags)
+        return (sum(a.nbytes + _ARRAY_BYTES for a in arrays)
+                + _TAG_ENTRY_BYTES * len(self._tags))
 
     def _find(self, rid: int) -> int:
         i = int(np.searchsorted(self.rid[:self.n], rid))

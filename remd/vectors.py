@@ -115,7 +115,7 @@ class BitIndex:
         cap = self._planes.shape[1]
         if need <= cap:
             return
-        new_cap = max(need, 2 * cap, 64)
+        new_cap = max(need, 2 * cap, 8)
         planes = np.zeros((_WORDS, new_cap), np.uint64)
         planes[:, :self._n] = self._planes[:, :self._n]
         rids = np.zeros(new_cap, np.int64)
@@ -124,7 +124,7 @@ class BitIndex:
 
     def nbytes(self) -> int:
         """What the index holds in memory (for the cache budget)."""
-        return int(self._planes.nbytes + self._rids.nbytes)
+        return int(self._planes.nbytes + self._rids.nbytes) + 2 * 112  # + the array objects
 
     def _loaded(self, rid: int) -> bool:
         i = int(np.searchsorted(self._rids[:self._n], rid))
