@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import signal
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -244,6 +245,16 @@ def test_remd_serve_http_is_served_beside_the_scheduler(db_path: Path) -> None:
     assert TOKEN not in json.dumps(served.seen)
 
 
+@pytest.fixture
+def every_level() -> Iterator[None]:
+    """structlog lets every level through (an earlier test may have left it at warning)."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    yield
+    structlog.configure(**saved)
+
+
+@pytest.mark.usefixtures("every_level")
 def test_requests_are_summed_up_once_a_minute_and_listed_at_debug_only() -> None:
     now = [0.0]
     requests = RequestLog(every=60, clock=lambda: now[0])
@@ -267,6 +278,7 @@ def test_requests_are_summed_up_once_a_minute_and_listed_at_debug_only() -> None
          "seconds": 1.0}]
 
 
+@pytest.mark.usefixtures("every_level")
 def test_each_request_is_a_debug_event_and_a_server_error_a_warning(db_path: Path) -> None:
     server, pool = serve(db_path)
     try:
