@@ -10,6 +10,11 @@ bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
 - ``GET /v1/memories/{id}``, ``GET /v1/memories/{id}/history``, ``GET /v1/stats``
 - ``GET /healthz`` (never needs the token)
 
+Logging: one ``http.summary`` event (info) per minute of traffic counts the requests by
+endpoint and status with their mean and slowest latency; the ``http.request`` line of each
+request is debug-level (warning for a 5xx), so a busy server's journal grows with time, not
+with traffic.
+
 Errors are ``{"error": {"type", "message"}}`` with 400 (bad input), 401 (token), 404 (unknown
 id), 409 (conflict), 413 (body too large), 422 (body fails the schema), 502 (LLM), 503 (the
 database is locked or unusable, or the server is overloaded: every connection leased or no
@@ -26,9 +31,11 @@ import asyncio
 import contextlib
 import hmac
 import json
+import logging
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from importlib import metadata
@@ -174,6 +181,60 @@ def _error(status: int, kind: str, message: str,
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
+# -- what the API served -------------------------------------------------------------------------
+SUMMARY_SECONDS = 60.0
+
+
+class RequestLog:
+    """Requests since the last ``http.summary`` event. Thread-safe.
+
+    Each request is recorded; the first one recorded ``every`` seconds or more after the window
+    opened logs the summary (so an idle server writes nothing), and :meth:`flush` logs what is
+    left when the server stops. One line a minute replaces one line per request: at 40,000
+    requests those were ~6 MB of journal saying the same thing.
+    """
+
+    def __init__(self, every: float = SUMMARY_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.every = every
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._open(clock())
+
+    def _open(self, now: float) -> None:
+        self.since = now
+        self.count = 0
+        self.statuses: Counter[str] = Counter()
+        self.endpoints: Counter[str] = Counter()
+        self.ms_total = 0.0
+        self.ms_max = 0.0
+
+    def record(self, endpoint: str, status: int, ms: float) -> None:
+        with self._lock:
+            self.count += 1
+            self.statuses[str(status)] += 1
+            self.endpoints[endpoint] += 1
+            self.ms_total += ms
+            self.ms_max = max(self.ms_max, ms)
+            due = self.clock() - self.since >= self.every
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Log the summary of the window (nothing if it saw no request) and open a new one."""
+        with self._lock:
+            now = self.clock()
+            if not self.count:
+                self.since = now
+                return
+            summary = {"requests": self.count, "by_endpoint": dict(self.endpoints),
+                       "by_status": dict(self.statuses),
+                       "ms_mean": round(self.ms_total / self.count, 2),
+                       "ms_max": round(self.ms_max, 2), "seconds": round(now - self.since, 1)}
+            self._open(now)
+        log.info("http.summary", **summary)
+
+
 # -- the app ---------------------------------------------------------------------------------
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -186,10 +247,13 @@ class _Api:
         self.token = token
         self.default_namespace = default_namespace
         self.max_body_bytes = max_body_bytes
+        self.requests = RequestLog()
 
     # -- plumbing ------------------------------------------------------------------------
     def endpoint(self, fn: Handler, *, auth: bool = True) -> Handler:
-        """Wrap a handler: bearer token, error mapping, one log event per request."""
+        """Wrap a handler: bearer token, error mapping, the request recorded for the summary
+        (and logged at debug level, or warning for a 5xx)."""
+        name = fn.__name__
 
         async def wrapped(request: Request) -> Response:
             started = time.perf_counter()
@@ -213,9 +277,11 @@ class _Api:
                 log.exception("http.internal_error", method=request.method,
                               path=request.url.path, error_type=type(exc).__name__)
                 response = _error(500, "InternalError", "internal error (see the server log)")
-            log.info("http.request", method=request.method, path=request.url.path,
-                     status=response.status_code,
-                     ms=round((time.perf_counter() - started) * 1000, 2))
+            ms = round((time.perf_counter() - started) * 1000, 2)
+            status = response.status_code
+            log.log(logging.WARNING if status >= 500 else logging.DEBUG, "http.request",
+                    method=request.method, path=request.url.path, status=status, ms=ms)
+            self.requests.record(name, status, ms)
             return response
 
         return wrapped
@@ -424,9 +490,10 @@ class HttpServer:
                         suppressed=suppressed)
 
     def stop(self) -> None:
-        """Finish requests in flight (up to 5 s) and close the socket."""
+        """Finish requests in flight (up to 5 s), log the last summary and close the socket."""
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.app.state.api.requests.flush()
         with contextlib.suppress(OSError):
             self.sock.close()

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from remd import Memory, load_config
 from remd.cli import main
 from remd.config import Config
-from remd.http import HttpServer, create_app
+from remd.http import HttpServer, RequestLog, create_app
 from remd.logs import capture_events
 from remd.serving import EngineHost, Throttle
 from remd.tokens import TokenCounter
@@ -273,7 +273,48 @@ def test_remd_serve_http_is_served_beside_the_scheduler(db_path: Path) -> None:
         r = api.post("/v1/memories", json={"content": "served by the daemon process"})
         assert r.status_code == 201
         assert api.get("/v1/stats").json()["live"] == 1
-    request = served.wait_for("http.request", path="/v1/memories")
-    assert request["status"] == 201 and "content" not in request
     assert served.stop(signal.SIGTERM) == 0
+    # At info level the requests are summed up (flushed when the server stops), not listed.
+    assert not [e for e in served.seen if e.get("event") == "http.request"]
+    (summary,) = [e for e in served.seen if e.get("event") == "http.summary"]
+    assert summary["requests"] == 2 and summary["by_status"] == {"201": 1, "200": 1}
+    assert summary["by_endpoint"] == {"save": 1, "stats": 1}
     assert TOKEN not in json.dumps(served.seen)
+
+
+def test_requests_are_summed_up_once_a_minute_and_listed_at_debug_only() -> None:
+    now = [0.0]
+    requests = RequestLog(every=60, clock=lambda: now[0])
+    with capture_events() as logs:
+        requests.record("save", 201, 10.0)
+        now[0] = 30.0
+        requests.record("inject", 200, 30.0)
+        assert logs == []  # the window is still open
+        now[0] = 61.0
+        requests.record("save", 503, 2.0)  # the first request past the minute closes it
+        now[0] = 62.0
+        requests.record("save", 201, 4.0)
+        requests.flush()  # the server stops: what is left is logged
+        requests.flush()  # nothing new: nothing logged
+    assert logs == [
+        {"event": "http.summary", "log_level": "info", "requests": 3,
+         "by_endpoint": {"save": 2, "inject": 1}, "by_status": {"201": 1, "200": 1, "503": 1},
+         "ms_mean": 14.0, "ms_max": 30.0, "seconds": 61.0},
+        {"event": "http.summary", "log_level": "info", "requests": 1,
+         "by_endpoint": {"save": 1}, "by_status": {"201": 1}, "ms_mean": 4.0, "ms_max": 4.0,
+         "seconds": 1.0}]
+
+
+def test_each_request_is_a_debug_event_and_a_server_error_a_warning(db_path: Path) -> None:
+    server, pool = serve(db_path)
+    try:
+        with capture_events() as logs, httpx.Client(
+                base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            assert api.post("/v1/memories", json={"content": "a note"}).status_code == 201
+            pool.close()  # every later request finds the engine gone: an internal error
+            assert api.get("/v1/stats").status_code == 500
+    finally:
+        server.stop()
+    lines = [(e["log_level"], e["path"], e["status"]) for e in logs
+             if e["event"] == "http.request"]
+    assert lines == [("debug", "/v1/memories", 201), ("warning", "/v1/stats", 500)]

@@ -205,7 +205,7 @@ def test_serve_never_logs_secrets_and_logs_contents_at_debug_only(
     out = "\n".join(json.dumps(e) for e in served.seen)
     out += served.proc.stderr.read() if served.proc.stderr else ""
     events = {e.get("event") for e in served.seen}
-    assert {"http.request", "rem.finished", "daemon.stopped"} <= events  # the grep saw a log
+    assert {"http.summary", "rem.finished", "daemon.stopped"} <= events  # the grep saw a log
     # The HTTP library logged the LLM URL: its password was masked, not dropped unseen.
     assert f"remd:{URL_PASSWORD}@" not in out and "remd:[redacted]@" in out
     for secret in (KEY, TOKEN, URL_PASSWORD):
