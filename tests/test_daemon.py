@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import queue
+import resource
 import signal
 import socket
 import subprocess
@@ -444,12 +445,18 @@ def recv_until(sock: socket.socket, prefix: bytes) -> list[bytes]:
 class Served:
     """A `remd serve` subprocess whose JSON log lines are read on a thread."""
 
-    def __init__(self, db: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, db: Path, *args: str, env: dict[str, str] | None = None,
+                 max_fds: int | None = None) -> None:
         full_env = {**os.environ, **(env or {})}
         full_env.pop("REMD_CONFIG", None)
+
+        def limit() -> None:  # in the child: a lower RLIMIT_NOFILE, as systemd would set it
+            if max_fds is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (max_fds, max_fds))
+
         self.proc = subprocess.Popen([*REMD, "--db", str(db), "serve", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=full_env, text=True)
+                                     env=full_env, text=True, preexec_fn=limit)
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         threading.Thread(target=self._read, daemon=True).start()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -280,6 +282,47 @@ def test_remd_serve_http_is_served_beside_the_scheduler(db_path: Path) -> None:
     assert summary["requests"] == 2 and summary["by_status"] == {"201": 1, "200": 1}
     assert summary["by_endpoint"] == {"save": 1, "stats": 1}
     assert TOKEN not in json.dumps(served.seen)
+
+
+def test_a_server_out_of_file_descriptors_logs_once_and_recovers(db_path: Path) -> None:
+    """`remd serve --http` with a low descriptor limit and far more client connections than
+    it allows: accepting fails (asyncio pauses and retries), which is logged once, not per
+    attempt; the process neither dies nor stops answering for good, and once the clients go,
+    every endpoint answers again."""
+    Memory(db_path, embedder=None).close()
+    served = Served(db_path, "--interval", "3600", "--http", "127.0.0.1:0",
+                    env={"REMD_EMBED__PROVIDER": "none"}, max_fds=96)
+    listening = served.wait_for("http.listening")
+    port = int(listening["port"])
+    hogs: list[socket.socket] = []
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as api:
+            assert api.get("/healthz").status_code == 200
+        for _ in range(300):  # idle keep-alive clients: each accepted one holds a descriptor
+            hog = socket.create_connection(("127.0.0.1", port), timeout=5)
+            hogs.append(hog)
+        # The server meets the limit, says so, backs off and tries again.
+        served.wait_for("http.loop_error", timeout=60)
+        assert served.proc.poll() is None
+    finally:
+        for hog in hogs:
+            hog.close()
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as api:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if api.get("/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server did not recover"
+            time.sleep(0.5)
+        assert api.post("/v1/memories", json={"content": "after the storm"}).status_code == 201
+    assert served.stop(signal.SIGTERM) == 0
+    out_of = [e for e in served.seen if e.get("event") == "http.loop_error"]
+    assert len(out_of) == 1, out_of  # once a minute per cause, not once per failed accept
+    assert not [e for e in served.seen if e.get("level") == "error"]
+    assert count_nodes(db_path) == 1
 
 
 def test_requests_are_summed_up_once_a_minute_and_listed_at_debug_only() -> None:
