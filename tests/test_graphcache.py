@@ -16,9 +16,32 @@ import numpy as np
 import pytest
 
 import remd.store as store_mod
-from remd import Config, Memory
+from remd import Config, Memory, graphcache
 from remd.nodemirror import GONE, KINDS, STATUS
 from tests.test_rem import NOW, fragments, old_lines
+
+
+@pytest.fixture(autouse=True)
+def _cache_small_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These namespaces are small; the cache keeps rows only from CACHE_FROM memories on.
+    Keep them here too, so every check below compares real cached rows with SQL's."""
+    monkeypatch.setattr(graphcache, "CACHE_FROM", 0)
+
+
+def test_a_small_namespace_keeps_no_rows_and_a_large_one_does(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(graphcache, "CACHE_FROM", 30)
+    with Memory(db_path, embedder=None) as m:
+        m.save_many([sentence(random.Random(i)) for i in range(20)])
+        first = m.inject("garden tomato harbour", 300)
+        cache = m.engine.caches.view(m.namespace).graph
+        assert not cache.keeping and not cache.edges and not cache.members
+        m.save_many([sentence(random.Random(100 + i)) for i in range(20)])
+        m.inject("garden tomato harbour", 300)
+        assert cache.keeping and cache.edges and cache.members and cache.nbytes() > 0
+        assert check_cache(m) > 0
+        assert first.items
+
 
 WORDS = ["garden", "tomato", "harbour", "ferry", "violin", "concert", "budget", "invoice",
          "marathon", "knee", "doctor", "sister", "birthday", "cake", "kayak", "river", "python",
