@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-import numpy as np
 import sqlite_vec
 
 from remd.config import StoreConfig
@@ -62,7 +61,9 @@ def _vectors_once(conn: apsw.Connection) -> None:
     """0008: its SQL (vec0's node_vec dropped, its rows copied first), then every float32
     vector rewritten in the stored int8 form (remd.vectors.to_int8: 384 bytes instead of
     1,536)."""
-    from remd.vectors import DIM, to_int8  # numpy is only needed here, not to open a file
+    import numpy as np  # needed here only, not to open a file
+
+    from remd.vectors import DIM, to_int8
 
     def int8(blob: apsw.SQLiteValue) -> apsw.SQLiteValue:
         assert isinstance(blob, bytes)
