@@ -239,7 +239,7 @@ _VERBISH = _words(
     decided adopt adopted join joined attend attended plan planned planning cook cooked bake baked
     built sent held paid lost won broke broken chose chosen fell fallen hitting drove driven
     flew flown grew grown heard sold sat stood understood forgot forgotten fixed looked checked
-    noted observe observed investigate investigated noticed
+    noted observe observed investigate investigated noticed written
     """
 )
 _NOT_A_NAME = frozenset(
