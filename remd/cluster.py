@@ -173,6 +173,12 @@ def _tag_pairs(v: Vectors, tags: Sequence[Collection[int]], specific: set[int],
     return pairs
 
 
+def specific_cap(config: RemConfig, live_count: int) -> int:
+    """The most live memories a tag may be on and still be specific (see the module docstring;
+    synthesis tags use the same cut-off)."""
+    return max(config.max_cluster_size, int(config.tag_max_share * live_count))
+
+
 def build_clusters(
     vectors: Vectors,
     tags: Sequence[Collection[int]],
@@ -200,7 +206,7 @@ def build_clusters(
     if n < 2:
         return ClusterResult(clusters=(), singletons=n, stats=stats)
 
-    cap = max(config.max_cluster_size, int(config.tag_max_share * live_count))
+    cap = specific_cap(config, live_count)
     specific = {t for t, df in tag_df.items() if 0 < df <= cap}
     stats["specific_tags"] = len(specific)
 

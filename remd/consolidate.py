@@ -24,12 +24,12 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.cluster import Cluster
+from remd.cluster import Cluster, specific_cap
 from remd.errors import InvalidInput, LLMError
 from remd.ids import new_id
 from remd.logs import get_logger
 from remd.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
-from remd.tagging import normalise_tag
+from remd.tagging import STOP_WORDS, extract_entities, is_verb_form, normalise_tag
 from remd.vectors import write_vectors
 
 if TYPE_CHECKING:
@@ -134,7 +134,8 @@ class ClusterWriter:
                           f"(< {self.engine.config.rem.min_coverage:.0%})")
         with self.engine.store.transaction() as conn:
             rows = conn.execute(
-                f"SELECT rid, id, status, importance, deprecated_by, confidence FROM nodes "
+                f"SELECT rid, id, status, importance, deprecated_by, confidence, created_at, "
+                f"last_access, valid_from FROM nodes "
                 f"WHERE rid IN ({','.join('?' * len(members))}) ORDER BY rid",
                 [self.m.rids[k] for k in members]).fetchall()
             if reason is None and (len(rows) != len(members)
@@ -172,13 +173,23 @@ class ClusterWriter:
             1.0, mean_imp * (1.0 + cfg.synthesis_boost))
         confidence = float(np.clip(np.mean([r[5] for r in rows]), 0.0, 1.0))
         content = answer.synthesis
+        # The synthesis is dated by what it summarises, not by the run: it was saved when its
+        # latest member was (recent, history, inject's recency and date match read created_at)
+        # and holds from its earliest member's start (valid_from, else created_at). Its last
+        # access is the members' latest: nobody has read this content since, and a run is not
+        # a use, so recency-based importance goes on decaying where the members left it.
+        # (REM's own "too fresh to fold" check reads the run's start instead, see rem._plan.)
+        created = max(float(r[6]) for r in rows)
+        last_access = max(created, max(float(r[7]) for r in rows))
+        valid_from = min(float(r[6] if r[8] is None else r[8]) for r in rows)
         sid = new_id()
         row: Any = conn.execute(
             "INSERT INTO nodes (id, namespace, kind, content, source, status, created_at, "
-            "last_access, access_count, confidence, importance, tokens, rem_run) "
-            "VALUES (?, ?, 'synthesis', ?, ?, 'live', ?, ?, 0, ?, ?, ?, ?) RETURNING rid",
-            (sid, self.ns, content, f"rem:{self.run_id}", self.now, self.now, confidence,
-             importance, self.engine.counter.count(content), self.run_id)).fetchone()
+            "last_access, access_count, confidence, importance, tokens, valid_from, rem_run) "
+            "VALUES (?, ?, 'synthesis', ?, ?, 'live', ?, ?, 0, ?, ?, ?, ?, ?) RETURNING rid",
+            (sid, self.ns, content, f"rem:{self.run_id}", created, last_access, confidence,
+             importance, self.engine.counter.count(content), valid_from,
+             self.run_id)).fetchone()
         rid = int(row[0])
         conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, content))
         self._tags(conn, rid, rids, answer)
@@ -202,34 +213,70 @@ class ClusterWriter:
 
     def _tags(self, conn: apsw.Connection, rid: int, members: list[int],
               answer: SynthesisAnswer) -> None:
-        """The members' most frequent and specific tags (count × IDF), plus key entities that
-        are already tags of the namespace."""
+        """Tag the synthesis with what its members are about: names, then specific nouns.
+
+        Candidates are the members' tags and the answer's key entities that are tags of the
+        namespace already. Never a tag: one without a letter (a number, a year, a date), one
+        with a verb form in it (:func:`remd.tagging.is_verb_form`: "investigated", "hitting",
+        "built"), a stop word. A *name* is a tag the members' text is sure is a name
+        (:func:`remd.tagging.extract_entities`: capitalised inside a sentence, several words,
+        an acronym) or a key entity of several words. Chosen, up to ``synthesis_max_tags``:
+        names carried by two members or more, then nouns carried by two members or more and
+        specific (on at most :func:`remd.cluster.specific_cap` live memories, the clustering's
+        cut-off), then names of one member; each group by members x IDF. A cluster left with
+        none of these gets its best remaining candidate, so it is never untagged when its
+        members had a usable tag.
+        """
         marks = ",".join("?" * len(members))
         rows: list[tuple[Any, ...]] = conn.execute(
-            f"SELECT nt.tid, t.name, nt.weight, t.df FROM node_tags nt JOIN tags t "
+            f"SELECT nt.tid, t.name, nt.weight FROM node_tags nt JOIN tags t "
             f"ON t.tid = nt.tid WHERE nt.rid IN ({marks})", members).fetchall()
         count: Counter[int] = Counter(r[0] for r in rows)
         weight: dict[int, float] = {}
-        for tid, _, w, _ in rows:
+        name_of: dict[int, str] = {}
+        for tid, name, w in rows:
             weight[tid] = max(weight.get(tid, 0.0), float(w))
-        n = max(self.m.live_before, 1)
-        df = {r[0]: max(int(r[3]), 1) for r in rows}
-        ranked = sorted(count, key=lambda t: (-count[t] * np.log1p(n / df[t]), t))
-        chosen = ranked[:self.engine.config.rem.synthesis_max_tags]
-        names = []
+            name_of[tid] = name
+        sure = set().union(*(extract_entities(self.m.content.get(r, "")) for r in members))
+        keys: dict[str, bool] = {}  # normalised key entity -> counts as a name
         for entity in answer.key_entities:
             try:
-                names.append(normalise_tag(entity))
+                keys[normalise_tag(entity)] = len(entity.split()) > 1
             except InvalidInput:
                 continue
-        if names:
-            marks = ",".join("?" * len(names))
-            found: list[Any] = conn.execute(f"SELECT tid FROM tags WHERE namespace = ? AND name IN "
-                                       f"({marks})", (self.ns, *names)).fetchall()
-            for (tid,) in found:
-                if tid not in chosen:
-                    chosen.append(tid)
-                    weight.setdefault(tid, 1.0)
+        if keys:
+            kmarks = ",".join("?" * len(keys))
+            found: list[Any] = conn.execute(
+                f"SELECT tid, name FROM tags WHERE namespace = ? AND name IN ({kmarks})",
+                (self.ns, *keys)).fetchall()
+            for tid, name in found:
+                name_of.setdefault(tid, name)
+                weight.setdefault(tid, 1.0)
+
+        def is_name(t: int) -> bool:
+            return name_of[t] in sure or keys.get(name_of[t], False)
+
+        usable = [t for t, name in name_of.items() if _taggable(name, is_name(t))]
+        if not usable:
+            return
+        tmarks = ",".join("?" * len(usable))
+        df_rows: list[Any] = conn.execute(
+            f"SELECT tid, count(*) FROM node_tags WHERE live = 1 AND tid IN ({tmarks}) "
+            f"GROUP BY tid", usable).fetchall()
+        live_df: dict[int, int] = {int(t): int(c) for t, c in df_rows}
+        n = max(self.m.live_before, 1)
+        cap = specific_cap(self.engine.config.rem, n)
+
+        def rank(t: int) -> tuple[float, int]:
+            return -max(count[t], 1) * float(np.log1p(n / max(live_df.get(t, 1), 1))), t
+
+        shared_names = sorted((t for t in usable if count[t] >= 2 and is_name(t)), key=rank)
+        nouns = sorted((t for t in usable if count[t] >= 2 and not is_name(t)
+                        and live_df.get(t, 0) <= cap), key=rank)
+        lone_names = sorted((t for t in usable if count[t] < 2 and is_name(t)), key=rank)
+        chosen = (shared_names + nouns + lone_names)[:self.engine.config.rem.synthesis_max_tags]
+        if not chosen:
+            chosen = sorted(usable, key=rank)[:1]
         conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
                          [(t, rid, weight[t]) for t in chosen])
         conn.executemany("UPDATE tags SET df = df + 1 WHERE tid = ?", [(t,) for t in chosen])
@@ -261,3 +308,13 @@ class ClusterWriter:
                  in best.items()])
             conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE eid = ?",
                              [(self.run_id, row[0]) for row in rows])
+
+
+def _taggable(name: str, is_name: bool) -> bool:
+    """Can this tag describe a synthesis (see :meth:`ClusterWriter._tags`)? It needs a letter;
+    a single word must not be a stop word; a tag that is not a name must have no verb form in
+    it (a name may: "Lost", "Sterling")."""
+    words = name.split("-")
+    if not any(c.isalpha() for c in name) or (len(words) == 1 and name in STOP_WORDS):
+        return False
+    return is_name or not any(is_verb_form(w) for w in words)

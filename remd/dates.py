@@ -54,14 +54,23 @@ class Period:
 
     def covers_many(self, at: npt.NDArray[np.float64], pad: float) -> npt.NDArray[np.bool_]:
         """:meth:`covers` for an array of times."""
-        hit = np.zeros(len(at), bool)
-        for start, end in self.ranges:
-            hit |= (at >= start - pad) & (at < end + pad)
+        return self.overlaps_many(at, at, pad)
+
+    def overlaps_many(self, start: npt.NDArray[np.float64], end: npt.NDArray[np.float64],
+                      pad: float) -> npt.NDArray[np.bool_]:
+        """Does each span ``[start, end]`` (a synthesis: from its earliest member to its latest)
+        meet a range widened by ``pad``, or contain a day of a named month?"""
+        hit = np.zeros(len(start), bool)
+        for lo, hi in self.ranges:
+            hit |= (end >= lo - pad) & (start < hi + pad)
         if self.months:
-            sane = (at >= _FIRST) & (at < _LAST)
-            months = np.zeros(len(at), np.int64)
-            months[sane] = _months(at[sane])
-            hit |= sane & np.isin(months, sorted(self.months))
+            sane = (start >= _FIRST) & (end < _LAST) & (start <= end)
+            first = np.zeros(len(start), np.int64)
+            span = np.zeros(len(start), np.int64)
+            first[sane] = _month_index(start[sane])
+            span[sane] = _month_index(end[sane]) - first[sane]
+            for month in self.months:  # some month of the span is this calendar month
+                hit |= sane & ((month - 1 - first) % 12 <= span)
         return hit
 
 
@@ -69,12 +78,12 @@ class Period:
 _FIRST, _LAST = -62_135_596_800.0, 253_402_300_800.0
 
 
-def _months(at: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """Calendar month (1-12, UTC) of each POSIX time, rounded to the microsecond as
-    ``datetime.fromtimestamp`` rounds."""
+def _month_index(at: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Months since January 1970 (UTC) of each POSIX time (``% 12 + 1`` is its calendar month),
+    rounded to the microsecond as ``datetime.fromtimestamp`` rounds."""
     us = np.round(at * 1e6).astype(np.int64).astype("datetime64[us]")
-    months: npt.NDArray[np.int64] = us.astype("datetime64[M]").astype(np.int64) % 12 + 1
-    return months
+    index: npt.NDArray[np.int64] = us.astype("datetime64[M]").astype(np.int64)
+    return index
 
 
 def _utc(year: int, month: int, day: int = 1) -> float | None:

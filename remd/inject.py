@@ -21,7 +21,8 @@ The pipeline (every step bounded by configuration, never by the namespace's size
    source is evidence; none is required), then multiplied by mild recency and importance
    factors, ``(1 - w) + w * x``, so an old but relevant memory is not crushed, and by
    ``1 + date_weight`` when the query names a date ("on 1 May, 2022", "in October 2023") and
-   the memory was saved then: the words and vectors of a turn rarely carry its date.
+   the memory was saved then (a synthesis: any time from its earliest member to its latest):
+   the words and vectors of a turn rarely carry its date.
 5. Pack (result types in :mod:`remd.pack`). Greedy by score with a diversity penalty (the
    share of an item's tags already carried by chosen items, times ``diversity_penalty``, taken
    off its score). The budget is hard: ``tokens_used`` is the exact tiktoken count of the items
@@ -302,7 +303,8 @@ class _Injector:
             self.nodes.importance[pos], 0.0, 1.0)
         date = np.ones(len(cl))
         if self.period is not None:
-            date[self.period.covers_many(created, cfg.date_pad_days * DAY)] += cfg.date_weight
+            date[self.period.overlaps_many(self.nodes.since[pos], created,
+                                           cfg.date_pad_days * DAY)] += cfg.date_weight
         base = rel * recency * importance * date
         for c, b, r, rc, im, d in zip(cl, base.tolist(), rel.tolist(), recency.tolist(),
                                       importance.tolist(), date.tolist(), strict=True):

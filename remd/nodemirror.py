@@ -39,13 +39,22 @@ _Tagged = tuple[tuple[tuple[int, float], ...], frozenset[int]]
 KINDS = {"episodic": 0, "fact": 1, "synthesis": 2}
 SYNTHESIS = KINDS["synthesis"]
 
-_COLUMNS = "rid, namespace, kind, status, created_at, importance, tokens, valid_until"
+# When a memory's content starts: a synthesis spans its members, from the earliest one's
+# valid_from to the latest one's created_at; any other memory is of the moment it was saved.
+# (valid_from is written with the row and never updated, so node_log's triggers need not watch
+# it.)
+_SINCE = "CASE WHEN kind = 'synthesis' THEN coalesce(valid_from, created_at) ELSE created_at END"
+_COLUMNS = ("rid, namespace, kind, status, created_at, importance, tokens, valid_until, "
+            + _SINCE)
 _NUMERIC = (
     "SELECT rid, "
     + "CASE kind " + " ".join(f"WHEN '{k}' THEN {v}" for k, v in KINDS.items()) + " ELSE 0 END, "
     + "CASE status " + " ".join(f"WHEN '{k}' THEN {v}" for k, v in STATUS.items())
-    + f" ELSE {GONE} END, created_at, importance, tokens, coalesce(valid_until, 9e999) "
-    "FROM nodes WHERE namespace = ? ORDER BY rid")
+    + f" ELSE {GONE} END, created_at, importance, tokens, coalesce(valid_until, 9e999), "
+    + _SINCE + " FROM nodes WHERE namespace = ? ORDER BY rid")
+
+
+_ARRAYS = ("rid", "kind", "status", "created", "importance", "tokens", "until", "since")
 
 
 class NodeMirror:
@@ -61,6 +70,7 @@ class NodeMirror:
         self.importance: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self.tokens: npt.NDArray[np.int64] = np.zeros(0, np.int64)
         self.until: npt.NDArray[np.float64] = np.zeros(0, np.float64)  # inf: no expiry
+        self.since: npt.NDArray[np.float64] = np.zeros(0, np.float64)  # see _SINCE
         self.seq: int | None = None  # last node_log entry applied; None: not loaded
         self.reloads = 0
         # (tid, weight) pairs of recently used memories, best first, and the set of their tag
@@ -108,6 +118,7 @@ class NodeMirror:
         self.importance[:n] = m[:, 4]
         self.tokens[:n] = m[:, 5]
         self.until[:n] = m[:, 6]
+        self.since[:n] = m[:, 7]
         self.n = n
 
     def _reread(self, conn: apsw.Connection, rids: list[int]) -> None:
@@ -131,13 +142,14 @@ class NodeMirror:
             self._append(fresh)
 
     def _set(self, i: int, row: tuple[Any, ...]) -> None:
-        _, _, kind, status, created, importance, tokens, until = row
+        _, _, kind, status, created, importance, tokens, until, since = row
         self.kind[i] = KINDS.get(kind, 0)
         self.status[i] = STATUS.get(status, GONE)
         self.created[i] = created
         self.importance[i] = importance
         self.tokens[i] = tokens
         self.until[i] = math.inf if until is None else until
+        self.since[i] = since
 
     def _append(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Add rows (sorted by rid); re-sorts only if one lands below the last rid."""
@@ -153,11 +165,12 @@ class NodeMirror:
         self.importance[n0:n1] = cols[5]
         self.tokens[n0:n1] = cols[6]
         self.until[n0:n1] = [math.inf if u is None else u for u in cols[7]]
+        self.since[n0:n1] = cols[8]
         needs_sort = n0 > 0 and self.rid[n0] < self.rid[n0 - 1]
         self.n = n1
         if needs_sort:
             order = np.argsort(self.rid[:n1], kind="stable")
-            for name in ("rid", "kind", "status", "created", "importance", "tokens", "until"):
+            for name in _ARRAYS:
                 col = getattr(self, name)
                 col[:n1] = col[:n1][order]
 
@@ -166,7 +179,7 @@ class NodeMirror:
         if need <= cap:
             return
         new_cap = max(need, 2 * cap, 8)
-        for name in ("rid", "kind", "status", "created", "importance", "tokens", "until"):
+        for name in _ARRAYS:
             col = getattr(self, name)
             bigger = np.zeros(new_cap, col.dtype)
             bigger[:self.n] = col[:self.n]
@@ -174,8 +187,7 @@ class NodeMirror:
 
     def nbytes(self) -> int:
         """Roughly what the mirror holds in memory (for the cache budget)."""
-        arrays = (self.rid, self.kind, self.status, self.created, self.importance, self.tokens,
-                  self.until)
+        arrays: list[npt.NDArray[Any]] = [getattr(self, name) for name in _ARRAYS]
         return (sum(a.nbytes + _ARRAY_BYTES for a in arrays)
                 + _TAG_ENTRY_BYTES * len(self._tags))
 

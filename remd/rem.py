@@ -186,7 +186,15 @@ def _plan(engine: Engine, ns: str, now: float, *, write: bool) -> _Plan:
     t0 = time.perf_counter()
     s = scores.scores
     weak = (s.importance < cfg.rem.tau) | (s.confidence < cfg.importance.low_confidence)
-    old = scores.created_at <= now - cfg.rem.min_age_days * DAY
+    since = now - cfg.rem.min_age_days * DAY
+    old = scores.created_at <= since
+    # A synthesis is dated by its members (consolidate.ClusterWriter._commit), so its created_at
+    # says nothing of when it was written: it is fresh while the run that wrote it is.
+    fresh = [int(r) for (r,) in engine.store.query(
+        "SELECT n.rid FROM rem_runs r JOIN nodes n ON n.rem_run = r.run_id "
+        "WHERE r.namespace = ? AND r.started_at > ? AND n.status = 'live'", (ns, since))]
+    if fresh:
+        old &= ~np.isin(scores.rids, fresh)
     kinds = np.asarray(scores.kinds, dtype=object)
     allowed = np.ones(len(scores), bool) if cfg.rem.consolidate_facts else kinds != "fact"
     candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]

@@ -18,7 +18,8 @@ from functools import cache, lru_cache
 
 from remd.errors import InvalidInput
 
-__all__ = ["extract_query_tags", "extract_tags", "lemma", "normalise_tag"]
+__all__ = ["extract_entities", "extract_query_tags", "extract_tags", "is_verb_form", "lemma",
+           "normalise_tag"]
 
 # The namespace vocabulary: given candidate tags, returns those that exist already.
 Known = Callable[[list[str]], set[str]]
@@ -236,6 +237,9 @@ _VERBISH = _words(
     taught bring brought become became begin began leave left run ran spend spent show showed
     turn turned happen happened hope hoped wish wished start started finish finished decide
     decided adopt adopted join joined attend attended plan planned planning cook cooked bake baked
+    built sent held paid lost won broke broken chose chosen fell fallen hitting drove driven
+    flew flown grew grown heard sold sat stood understood forgot forgotten fixed looked checked
+    noted observe observed investigate investigated noticed written
     """
 )
 _NOT_A_NAME = frozenset(
@@ -433,12 +437,15 @@ class _Pool:
     ``categories`` the tags that come from the category lexicon only.
     """
 
-    __slots__ = ("bigrams", "cands", "categories")
+    __slots__ = ("bigrams", "cands", "categories", "names")
 
     def __init__(self) -> None:
         self.cands: dict[str, list[float]] = {}
         self.bigrams: dict[str, tuple[str, str]] = {}
         self.categories: set[str] = set()
+        # Entities with evidence beyond "opens a sentence and is no known word": capitalised
+        # inside a sentence, several words long, or an acronym.
+        self.names: set[str] = set()
 
     def add(self, tag: str, weight: float, pos: int, parts: tuple[str, str] | None = None) -> None:
         if len(tag) > MAX_TAG_LEN:
@@ -502,6 +509,12 @@ def _extract(
         raise InvalidInput(f"max_tags must be at least 1, not {max_tags}")
     if min_tags < 0:
         raise InvalidInput(f"min_tags must be at least 0, not {min_tags}")
+    pool, n = _collect(text, query=query)
+    return _rank(pool, known, n, max_tags=max_tags, min_tags=min_tags)
+
+
+def _collect(text: str, *, query: bool) -> tuple[_Pool, int]:
+    """Every candidate tag of a text, and its number of words."""
     sample = text[:SCAN_CHARS].replace("\u2019", "'")  # NFKC keeps the typographic apostrophe
     if "[[" in sample:  # [[memory:ID]] links become edges, not tags
         sample = _LINK_MARKUP_RE.sub(" , ", sample)
@@ -551,16 +564,19 @@ def _extract(
                     j += 2
                 else:
                     break
-            is_entity = (not initial or j > i + 1 or (raw.isupper() and len(raw) >= 2)
-                         or low in caps_inside or _looks_like_name(low))
-            if is_entity:
+            evidence = (not initial or j > i + 1 or (raw.isupper() and len(raw) >= 2)
+                        or low in caps_inside)
+            if evidence or _looks_like_name(low):
                 run = [w[1] for w in words[i:j]]
                 if len(run) > 4:  # a title or a heading, not a name: keep its words
                     for k, part in enumerate(run):
                         if part not in stop and len(part) >= 2:
                             pool.add(lemma(part), _W_ENTITY, i + k)
                 else:
-                    pool.add("-".join(lemma(part) for part in run), _W_ENTITY, i)
+                    name = "-".join(lemma(part) for part in run)
+                    pool.add(name, _W_ENTITY, i)
+                    if evidence:
+                        pool.names.add(name)
                 content += j - i
                 prev_word = None
                 i = j
@@ -590,7 +606,30 @@ def _extract(
     if content < _BIGRAM_MIN_CONTENT:
         for bigram in pool.bigrams:
             pool.cands.pop(bigram, None)
-    return _rank(pool, known, n, max_tags=max_tags, min_tags=min_tags)
+    return pool, n
+
+
+def extract_entities(text: str) -> set[str]:
+    """The names a text is sure of, as tags: runs of capitalised words inside a sentence, names
+    of several words and acronyms (``"Priya Sharma"`` -> ``priya-sharma``). A lone capitalised
+    word that only opens a sentence ("Investigated the outage.") is not one. Never raises."""
+    pool, _ = _collect(text, query=False)
+    return {name for name in pool.names if name in pool.cands}
+
+
+def is_verb_form(word: str) -> bool:
+    """Is this word a verb form rather than a thing: a common verb, a past tense or participle
+    ("investigated"), a gerund ("hitting")? Words of the category lexicon and the lemmatiser's
+    tables that end like verbs (``hiking``, ``wedding``) are things. A guess from the word
+    alone, without its sentence: "meeting" and "building" count as verbs too. The commonest
+    verbs (``made``, ``found``) are in :data:`STOP_WORDS` instead. Never raises."""
+    w = word.lower()
+    if w in _VERBISH:
+        return True
+    if w in _CATEGORY_OF or w in _CATEGORIES or w in _TABLE or not w.isalpha():
+        return False
+    return (len(w) >= 5 and w.endswith("ed") and not w.endswith("eed")) or (
+        len(w) >= 6 and w.endswith("ing"))
 
 
 def _rank(

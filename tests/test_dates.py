@@ -158,3 +158,26 @@ def test_covers_many_agrees_with_covers(phrases: list[str], times: list[float],
     assert period is not None
     at = np.array(times, np.float64)
     assert period.covers_many(at, pad).tolist() == [period.covers(t, pad) for t in times]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([
+    "on 8 May, 2023", "in October 2023", "in June", "in 2022", "during march and in July",
+    "on May 1st, 2022 or 3 June 2022", "since last december"]), min_size=1, max_size=2),
+    st.integers(min_value=1_600_000_000, max_value=1_750_000_000),
+    st.integers(min_value=0, max_value=400), st.integers(min_value=0, max_value=86_399),
+    st.floats(min_value=0, max_value=10 * DAY))
+def test_a_span_overlaps_when_a_moment_of_it_is_covered(phrases: list[str], start: int,
+                                                       days: int, extra: int,
+                                                       pad: float) -> None:
+    """A synthesis's span [valid_from, created_at] meets the period iff some moment of it is
+    covered (checked a day apart, and at both ends: every range is at least a day long)."""
+    period = query_period("what happened " + " ".join(phrases))
+    assert period is not None
+    end = start + days * DAY + extra
+    moments = [float(start + k * DAY) for k in range(days + 1)] + [float(end)]
+    want = any(period.covers(t, pad) for t in moments)
+    got = period.overlaps_many(np.array([float(start)]), np.array([end]), pad)
+    assert got.tolist() == [want]
+    point = period.overlaps_many(np.array([float(start)]), np.array([float(start)]), pad)
+    assert point.tolist() == [period.covers(float(start), pad)]

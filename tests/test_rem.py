@@ -537,3 +537,123 @@ def test_inject_credits_a_folded_fragment_to_its_synthesis(old_memory: Memory) -
     assert any("amber-100" in i.content for i in pack.items)
     assert all(i.id not in {r[0] for r in m.store.query(
         "SELECT id FROM nodes WHERE status != 'live'")} for i in pack.items)
+
+
+# -- a synthesis's time and tags -----------------------------------------------------------------
+def members_of(m: Memory, sid: str) -> list[Any]:
+    return [m.get(d) for s, d, t, _ in m.edges(sid) if s == sid and t.value == "DERIVED_FROM"]
+
+
+def test_a_synthesis_is_dated_by_its_members(old_memory: Memory) -> None:
+    m = old_memory
+    # Saved after every fragment of the history and before the run (too fresh to be folded).
+    saved = NOW - DAY / 2
+    assert m.import_lines([line("Booked the venue for the autumn offsite.", saved,
+                                id="later")]).imported == 1
+    run = m.run_rem(now=NOW)
+    assert run.synthesised >= 3
+    syntheses = [m.get(sid) for (sid,) in m.store.query(
+        "SELECT id FROM nodes WHERE kind = 'synthesis'")]
+    for node in syntheses:
+        members = members_of(m, node.id)
+        assert node.valid_from == min(mb.created_at for mb in members)
+        assert node.created_at == max(mb.created_at for mb in members)
+        assert node.last_access == max(mb.last_access for mb in members)
+        assert node.created_at < NOW - 300 * DAY
+    recent = m.recent(50)
+    assert recent[0].id == "later"  # not the year-old history the run folded
+    assert [n.created_at for n in recent] == sorted((n.created_at for n in recent), reverse=True)
+    assert {n.id for n in syntheses} <= {n.id for n in recent}
+    # The idle trigger still reads saves only: the run wrote nothing an agent saved.
+    assert m.store.scalar("SELECT max(created_at) FROM nodes WHERE rem_run IS NULL") == saved
+
+
+def test_a_synthesis_keeps_its_members_valid_from(db_path: Path) -> None:
+    with Memory(db_path, clock=lambda: NOW) as m:
+        start = YEAR_AGO - 200 * DAY  # the first one was true long before it was saved
+        m.import_lines([line(text, YEAR_AGO - j * DAY, id=f"f{j}",
+                             **({"valid_from": iso(start)} if j == 3 else {}))
+                        for j, text in enumerate(FALCON)])
+        run = m.run_rem(now=NOW)
+        assert run.synthesised >= 1
+        sid = m.get("f3").deprecated_by
+        assert sid is not None
+        members = members_of(m, sid)
+        assert m.get(sid).valid_from == start
+        assert m.get(sid).created_at == max(mb.created_at for mb in members)
+
+
+def test_a_fresh_synthesis_is_not_folded_again_at_once(old_memory: Memory) -> None:
+    m = old_memory
+    first = m.run_rem(now=NOW)
+    assert first.synthesised >= 3
+    again = m.run_rem(now=NOW + 3600)  # its syntheses are dated a year ago, but written now
+    assert again.flagged == 0 and again.synthesised == 0
+    later = m.run_rem(now=NOW + 2 * DAY, dry_run=True)
+    assert later.flagged >= 1  # old, unread summaries become candidates once the run is old
+
+
+def test_a_date_query_finds_the_synthesis_of_that_day(db_path: Path) -> None:
+    days = [datetime(2024, 5, 1 + 3 * j, 10, tzinfo=UTC).timestamp() for j in range(len(FALCON))]
+    with Memory(db_path, clock=lambda: NOW) as m:
+        m.import_lines([line(text, days[j], id=f"f{j}")
+                        for j, text in enumerate(FALCON)]
+                       + [line(text, days[-1] + (60 + j) * DAY, id=f"h{j}")
+                          for j, text in enumerate(GARDEN)])
+        run = m.run_rem(now=NOW)
+        sid = m.get("f0").deprecated_by
+        assert run.synthesised >= 2 and sid is not None
+        node = m.get(sid)
+        assert node.valid_from == days[0]
+        assert node.created_at == max(mb.created_at for mb in members_of(m, sid))
+        # The first day of the span, more than date_pad_days before the synthesis's created_at.
+        assert node.created_at - days[0] > (m.config.inject.date_pad_days + 1) * DAY
+        pack = m.inject("What happened on 1 May, 2024?", 10_000)
+        assert pack.items[0].id == sid and pack.items[0].parts.date == 3.0
+        assert all(i.parts.date == 1.0 for i in pack.items if i.id != sid)
+        falcon = {m.get(f"f{j}").deprecated_by for j in range(len(FALCON))}
+        month = m.inject("What happened in May 2024?", 10_000)
+        assert {i.id for i in month.items if i.parts.date == 3.0} == falcon
+
+
+INCIDENT = [
+    "Investigated the payments outage on 2024-03-04: Redis evictions hit 12000 per second.",
+    "Priya checked the Redis memory graphs and noted the payments queue backing up in 2024.",
+    "Observed 4 payments timeouts; Priya investigated and noted Redis was hitting maxmemory.",
+    "Checked the payments workers again: Redis latency 350 ms, observed by Priya and noted.",
+    "Noted that payments retries doubled the Redis load; investigated the retry policy with Priya.",
+    "Priya observed the Redis failover at 14:05 and checked that payments recovered by 2024-03-05.",
+    "Looked into payments alerts: Redis eviction policy was allkeys-lru, Priya noted it.",
+    "Built a report on the payments incident; Redis maxmemory raised to 8 GB after Priya checked.",
+]
+
+
+def test_synthesis_tags_are_names_and_nouns_not_verbs_or_numbers(db_path: Path) -> None:
+    with Memory(db_path, clock=lambda: NOW) as m:
+        m.import_lines([line(text, YEAR_AGO - j * DAY, id=f"i{j}")
+                        for j, text in enumerate(INCIDENT)]
+                       + old_lines(fragments(3)))
+        member_tags = {t for j in range(len(INCIDENT)) for t in m.get(f"i{j}").tags}
+        verbs = {"investigated", "checked", "observed", "noted", "looked", "built", "hitting"}
+        assert member_tags & verbs  # the fragments' own tags carry the noise
+        run = m.run_rem(now=NOW)
+        assert run.synthesised >= 1
+        sids = {m.get(f"i{j}").deprecated_by for j in range(len(INCIDENT))}
+        assert None not in sids
+        for sid in sids:
+            tags = m.get(sid).tags
+            assert tags
+            assert not [t for t in tags if not any(c.isalpha() for c in t)], tags
+            assert not set(tags) & verbs, tags
+            assert not [t for t in tags if any(w in verbs for w in t.split("-"))], tags
+        main_sid = m.get("i1").deprecated_by
+        assert main_sid is not None
+        assert {"redis", "priya", "payment"} <= set(m.get(main_sid).tags)
+        # Every synthesis of the run is tagged by what its members share.
+        for (sid,) in m.store.query("SELECT id FROM nodes WHERE kind = 'synthesis'"):
+            tags = set(m.get(sid).tags)
+            assert tags and not any(t.isdigit() for t in tags)
+            assert all(tags & set(mb.tags) for mb in members_of(m, sid))
+        # Rollback removes those tags exactly: the namespace's tag counts are as before.
+        m.rollback(run.run_id or "")
+        assert m.store.scalar("SELECT count(*) FROM nodes WHERE kind = 'synthesis'") == 0

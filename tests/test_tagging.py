@@ -14,8 +14,10 @@ from remd.tagging import (
     _CATEGORY_OF,
     _TABLE,
     SCAN_CHARS,
+    extract_entities,
     extract_query_tags,
     extract_tags,
+    is_verb_form,
     lemma,
     normalise_tag,
 )
@@ -431,3 +433,25 @@ def test_normalise_tag_property(raw: str) -> None:
     except InvalidInput:
         return
     assert 0 < len(tag) <= 64 and tag == normalise_tag(tag)
+
+
+# -- names and verb forms (what a REM synthesis is tagged with) ---------------------------------
+def test_entities_are_names_the_text_is_sure_of() -> None:
+    text = ("Investigated the outage. Priya Sharma checked Redis with the SRE team. "
+            "Redis was fine. Report sent to NASA in 2024.")
+    assert extract_entities(text) == {"priya-sharma", "redis", "sre", "nasa"}
+    # A lone capitalised word that only opens a sentence may be tagged, but is not sure.
+    assert "report" in dict(extract_tags("Report sent.", min_tags=0))
+    assert extract_entities("Report sent.") == set()
+
+
+@pytest.mark.parametrize("word", ["investigated", "checked", "observed", "noted", "looked",
+                                  "built", "showed", "hitting", "written", "deploying"])
+def test_verb_forms(word: str) -> None:
+    assert is_verb_form(word)
+
+
+@pytest.mark.parametrize("word", ["payment", "redis", "report", "hiking", "wedding", "seed",
+                                  "speed", "travel", "preference", "2024", "red"])
+def test_things_are_not_verb_forms(word: str) -> None:
+    assert not is_verb_form(word)
