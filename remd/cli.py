@@ -267,14 +267,16 @@ class _RemBar:
 
 @main.command("run-rem")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--include-held", is_flag=True,
+              help="Also flag the memories a rollback holds back (rem.hold_days).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def run_rem_cmd(c: Ctx, dry_run: bool, as_json: bool) -> None:
+def run_rem_cmd(c: Ctx, dry_run: bool, include_held: bool, as_json: bool) -> None:
     """Run one REM consolidation cycle on the namespace."""
     bar = _RemBar()
     try:
         with c.memory() as m:
-            run = m.run_rem(dry_run=dry_run, progress=bar)
+            run = m.run_rem(dry_run=dry_run, include_held=include_held, progress=bar)
     finally:
         bar.close()
     if as_json:
@@ -283,7 +285,9 @@ def run_rem_cmd(c: Ctx, dry_run: bool, as_json: bool) -> None:
     head = "plan (dry run)" if run.dry_run else f"run {run.run_id}: {run.status.value}"
     click.echo(f"{head}: {run.flagged} flagged, {run.clusters} clusters, "
                f"{run.synthesised} synthesised, {run.skipped} skipped, "
-               f"live {run.live_before} -> {run.live_after}")
+               f"live {run.live_before} -> {run.live_after}"
+               + (f" ({run.held} held since a rollback: --include-held to flag them)"
+                  if run.held else ""))
     for cluster in run.plan:
         click.echo(f"cluster {cluster.cluster_no} ({len(cluster.members)} memories, "
                    f"coherence {cluster.coherence:.2f})")
@@ -300,7 +304,7 @@ def rollback(c: Ctx, run_id: str) -> None:
         result = m.rollback(run_id)
     click.echo(f"rolled back {result.run_id}: {result.members_restored} memories restored, "
                f"{result.synthesis_removed} synthesis nodes removed, "
-               f"{result.edges_restored} edges restored")
+               f"{result.edges_restored} edges restored, {result.held} memories held")
 
 
 # -- long-running front ends (remd.daemon, remd.mcp_server) ---------------------------------------

@@ -190,6 +190,9 @@ class RemConfig(_Section):
     synthesis_vector: Literal["centroid", "embed"] = "centroid"
     lease_seconds: float = Field(900.0, gt=0, description=(
         "a running REM run whose lease is older than this is taken as dead"))
+    hold_days: float = Field(30.0, ge=0, description=(
+        "a rollback holds its members back from later runs (the daemon's too) for this many "
+        "days, or until they change; run-rem --include-held ignores holds; 0: no hold"))
 
 
 MIN_TOKEN_CHARS = 16

@@ -405,8 +405,9 @@ class Memory:
 
         return _r.run_rem(self.engine, self.namespace, **kwargs)
 
-    def rollback(self, run_id: str) -> _rem.RollbackResult:
-        """Undo a REM run exactly. Raises NotFound, RollbackRefused."""
+    def rollback(self, run_id: str, *, now: float | None = None) -> _rem.RollbackResult:
+        """Undo a REM run exactly and hold its members back from later runs (see
+        :func:`remd.rem.rollback`). Raises NotFound, RollbackRefused, InvalidInput."""
         from remd import rem as _r
 
-        return _r.rollback(self.engine, self.namespace, run_id)
+        return _r.rollback(self.engine, self.namespace, run_id, now=now)

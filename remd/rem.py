@@ -23,7 +23,9 @@ taken inside ``BEGIN IMMEDIATE``; a ``running`` run whose process is gone (or wh
 older than ``rem.lease_seconds``) is marked ``interrupted`` by the next one, and its committed
 clusters stay valid and can be rolled back.
 
-:func:`rollback` undoes a run exactly; see its docstring for what "exactly" covers.
+:func:`rollback` undoes a run exactly; see its docstring for what "exactly" covers. It also
+holds the run's members back from later runs (:mod:`remd.holds`): they are not flagged again
+until they change or ``rem.hold_days`` pass, unless a run is asked to ``include_held``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
+from remd import holds
 from remd.backlog import embed_pending
 from remd.cluster import Cluster, build_clusters
 from remd.consolidate import Answer, ClusterStatus, ClusterWriter, Job, Members
@@ -119,6 +122,7 @@ class RemRun:
     prompt_version: str
     started_at: float
     finished_at: float | None = None
+    held: int = 0  # weak memories left unflagged because a rollback holds them
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     plan: tuple[PlannedCluster, ...] = ()
@@ -143,6 +147,7 @@ class RollbackResult:
     synthesis_removed: int
     edges_removed: int
     edges_restored: int
+    held: int = 0  # members held back from later runs (rem.hold_days)
 
 
 # -- planning ------------------------------------------------------------------------------------
@@ -150,6 +155,7 @@ class RollbackResult:
 class _Plan:
     scores: NamespaceScores
     flagged: list[int]  # indices into scores
+    held: int  # candidates left out for a hold
     clusters: list[Cluster]  # member indices into ``flagged``
     content: dict[int, str]  # rid -> content
     live_before: int
@@ -174,7 +180,7 @@ def _vectors(engine: Engine, rids: Sequence[int]) -> dict[int, np.ndarray]:
     return {int(r[0]): mat[i] for i, r in enumerate(rows)}
 
 
-def _plan(engine: Engine, ns: str, now: float, *, write: bool) -> _Plan:
+def _plan(engine: Engine, ns: str, now: float, *, write: bool, include_held: bool) -> _Plan:
     cfg = engine.config
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -198,6 +204,13 @@ def _plan(engine: Engine, ns: str, now: float, *, write: bool) -> _Plan:
     kinds = np.asarray(scores.kinds, dtype=object)
     allowed = np.ones(len(scores), bool) if cfg.rem.consolidate_facts else kinds != "fact"
     candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]
+    held = 0
+    if not include_held:
+        kept = holds.held_rids(engine, ns, now)
+        if kept:
+            before = len(candidates)
+            candidates = [i for i in candidates if int(scores.rids[i]) not in kept]
+            held = before - len(candidates)
     rids = [int(scores.rids[i]) for i in candidates]
     vectors = _vectors(engine, rids)
     missing = [r for r in rids if r not in vectors]
@@ -235,7 +248,7 @@ def _plan(engine: Engine, ns: str, now: float, *, write: bool) -> _Plan:
     result = build_clusters(matrix, tags, [len(content[r]) for r in flagged_rids],
                             tag_df=tag_df, live_count=len(scores), config=cfg.rem, edges=edges)
     timings["cluster"] = time.perf_counter() - t0
-    return _Plan(scores=scores, flagged=flagged, clusters=list(result.clusters),
+    return _Plan(scores=scores, flagged=flagged, held=held, clusters=list(result.clusters),
                  content=content, live_before=len(scores), unembedded=len(candidates) -
                  len(flagged), timings=timings, vectors=matrix)
 
@@ -355,6 +368,7 @@ def run_rem(
     *,
     now: float | None = None,
     dry_run: bool = False,
+    include_held: bool = False,
     synthesiser: Synthesiser | None = None,
     trigger: TriggerReason | str = TriggerReason.MANUAL,
     should_stop: Callable[[], bool] | None = None,
@@ -362,7 +376,9 @@ def run_rem(
 ) -> RemRun:
     """Run one REM cycle on ``namespace`` at ``now`` (default: the engine's clock).
 
-    With ``dry_run`` nothing is written and the returned value carries the plan. ``should_stop``
+    With ``dry_run`` nothing is written and the returned value carries the plan. Memories a
+    rollback holds (:mod:`remd.holds`) are not flagged, and counted as ``held``, unless
+    ``include_held`` (a run by hand that redoes what was rolled back). ``should_stop``
     is checked between clusters (the run then ends ``interrupted``); ``progress`` gets a
     :class:`ClusterOutcome` after each cluster. Raises InvalidInput (bad ``now``), Conflict
     (another run is alive in this namespace), StoreError (the file can't be used).
@@ -379,18 +395,19 @@ def run_rem(
                                                engine.config.rem.offline_density)
     try:
         return _cycle(engine, ns, at, reason, synthesiser, dry_run=dry_run,
-                      stop=should_stop or (lambda: False), progress=progress)
+                      include_held=include_held, stop=should_stop or (lambda: False),
+                      progress=progress)
     finally:
         if owned is not None:  # a synthesiser made for this run: its HTTP client goes with it
             owned.close()
 
 
 def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, *, dry_run: bool,
-           stop: Callable[[], bool],
+           include_held: bool, stop: Callable[[], bool],
            progress: Callable[[ClusterOutcome], None] | None) -> RemRun:
     started = time.perf_counter()
     if dry_run:
-        plan = _plan(engine, ns, at, write=False)
+        plan = _plan(engine, ns, at, write=False, include_held=include_held)
         ids, imp = plan.scores.ids, plan.scores.scores.importance
         planned = tuple(
             PlannedCluster(cluster_no=no, coherence=c.coherence, members=tuple(
@@ -403,8 +420,9 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
         sizes = sum(len(c.members) for c in plan.clusters)
         return RemRun(
             run_id=None, namespace=ns, status=RunStatus.DRY_RUN, trigger=reason,
-            flagged=len(plan.flagged), clusters=len(plan.clusters), synthesised=0, skipped=0,
-            live_before=plan.live_before, live_after=plan.live_before - sizes + len(planned),
+            flagged=len(plan.flagged), held=plan.held, clusters=len(plan.clusters),
+            synthesised=0, skipped=0, live_before=plan.live_before,
+            live_after=plan.live_before - sizes + len(planned),
             synthesiser=synth.name, model=synth.model, prompt_version=synth.prompt_version,
             started_at=at, timings={k: round(v, 4) for k, v in plan.timings.items()},
             plan=planned)
@@ -415,14 +433,15 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
     timings: dict[str, float] = {}
     status, error = RunStatus.COMPLETED, None
     try:
-        plan = _plan(engine, ns, at, write=True)
+        plan = _plan(engine, ns, at, write=True, include_held=include_held)
         timings.update(plan.timings)
         with engine.store.transaction() as conn:
-            conn.execute("UPDATE rem_runs SET flagged = ?, clusters = ?, live_before = ? "
-                         "WHERE run_id = ?", (len(plan.flagged), len(plan.clusters),
-                                              plan.live_before, run_id))
+            conn.execute("UPDATE rem_runs SET flagged = ?, held = ?, clusters = ?, "
+                         "live_before = ? WHERE run_id = ?",
+                         (len(plan.flagged), plan.held, len(plan.clusters), plan.live_before,
+                          run_id))
         log.info("rem.planned", namespace=ns, run_id=run_id,
-                 flagged=len(plan.flagged), clusters=len(plan.clusters),
+                 flagged=len(plan.flagged), held=plan.held, clusters=len(plan.clusters),
                  unembedded=plan.unembedded)
         members = Members(
             rids=[int(plan.scores.rids[i]) for i in plan.flagged],
@@ -471,6 +490,7 @@ def _finish(engine: Engine, ns: str, run_id: str, status: RunStatus, at: float,
             "error = ? WHERE run_id = ?",
             (status.value, at + elapsed, int(live[0]) if live else 0, json.dumps(timings),
              error, run_id))
+        holds.prune(conn, ns)  # the holds of memories this run folded end with it
         lease = _read_lease(conn, ns)
         if lease and lease.get("run_id") == run_id:
             conn.execute("DELETE FROM remd_meta WHERE key = ?", (_lease_key(ns),))
@@ -489,7 +509,7 @@ def get_run(engine: Engine, ns: str, run_id: str) -> RemRun:
     row = engine.store.one(
         "SELECT run_id, namespace, status, trigger, flagged, clusters, synthesised, skipped, "
         "live_before, live_after, synthesiser, model, prompt_version, started_at, "
-        "finished_at, timings, error FROM rem_runs WHERE run_id = ? AND namespace = ?",
+        "finished_at, timings, error, held FROM rem_runs WHERE run_id = ? AND namespace = ?",
         (run_id, ns))
     if row is None:
         raise NotFound("REM run", run_id, ns)
@@ -497,12 +517,13 @@ def get_run(engine: Engine, ns: str, run_id: str) -> RemRun:
                   flagged=row[4], clusters=row[5], synthesised=row[6], skipped=row[7],
                   live_before=row[8], live_after=row[9], synthesiser=row[10], model=row[11],
                   prompt_version=row[12], started_at=row[13], finished_at=row[14],
-                  timings=json.loads(row[15] or "{}"), error=row[16])
+                  timings=json.loads(row[15] or "{}"), error=row[16], held=row[17])
 
 
 # -- rollback -------------------------------------------------------------------------------------
-def rollback(engine: Engine, namespace: str, run_id: str) -> RollbackResult:
-    """Undo a REM run in one transaction.
+def rollback(engine: Engine, namespace: str, run_id: str, *,
+             now: float | None = None) -> RollbackResult:
+    """Undo a REM run in one transaction, at ``now`` (default: the engine's clock).
 
     Restored exactly: every node the run deprecated gets back its status, importance and
     deprecated_by; every edge the run retired is live again with its original row (same eid,
@@ -514,10 +535,17 @@ def rollback(engine: Engine, namespace: str, run_id: str) -> RollbackResult:
     for memories that had none, packs that recorded a synthesis node, and edges written later
     by agents that point at a synthesis id (they dangle, which edges may).
 
+    In the same transaction, the restored members are held back from later runs for
+    ``rem.hold_days`` from ``now``, or until they change (:mod:`remd.holds`): a run that would
+    follow (the daemon's next tick) does not fold them again.
+
     Raises NotFound (unknown run), RollbackRefused (already rolled back, still running, or a
     later run that is not rolled back built on its synthesis nodes or edges).
     """
     ns = check_namespace(namespace)
+    at = engine.clock() if now is None else now
+    if isinstance(at, bool) or not isinstance(at, int | float) or not np.isfinite(at):
+        raise InvalidInput(f"now must be a finite POSIX time, not {at!r}")
     with engine.store.transaction() as conn:
         run = get_run(engine, ns, run_id)  # read under the write lock: no run can start meanwhile
         if run.status is RunStatus.ROLLED_BACK:
@@ -537,6 +565,7 @@ def rollback(engine: Engine, namespace: str, run_id: str) -> RollbackResult:
                 f"REM run {run_id} cannot be rolled back: later run(s) {', '.join(later)} "
                 "built on it; roll those back first")
         restored = 0
+        member_ids: list[str] = []
         committed: list[Any] = conn.execute(
             "SELECT members FROM rem_clusters WHERE run_id = ? AND status = 'committed' "
             "ORDER BY cluster_no DESC", (run_id,)).fetchall()
@@ -546,7 +575,11 @@ def rollback(engine: Engine, namespace: str, run_id: str) -> RollbackResult:
                     "UPDATE nodes SET status = ?, importance = ?, deprecated_by = ? "
                     "WHERE id = ? AND namespace = ?",
                     (m["status"], m["importance"], m["deprecated_by"], m["id"], ns))
+                member_ids.append(m["id"])
                 restored += 1
+        # Held as restored, so the fingerprint is the one they had before the run.
+        held = holds.hold(conn, ns, run_id, member_ids, float(at), engine.config.rem.hold_days)
+        holds.release_run_nodes(conn, ns, run_id)
         synth = conn.execute("SELECT rid, content FROM nodes WHERE namespace = ? AND rem_run = ?",
                              (ns, run_id)).fetchall()
         for rid, content in synth:
@@ -567,6 +600,6 @@ def rollback(engine: Engine, namespace: str, run_id: str) -> RollbackResult:
         if lease and lease.get("run_id") == run_id:
             conn.execute("DELETE FROM remd_meta WHERE key = ?", (_lease_key(ns),))
     log.info("rem.rolled_back", namespace=ns, run_id=run.run_id, members=restored,
-             synthesis=len(synth))
+             synthesis=len(synth), held=held)
     return RollbackResult(run_id=run_id, members_restored=restored, synthesis_removed=len(synth),
-                          edges_removed=len(removed), edges_restored=len(back))
+                          edges_removed=len(removed), edges_restored=len(back), held=held)

@@ -220,7 +220,8 @@ CREATE TABLE rem_runs (
     prompt_version TEXT NOT NULL,
     timings        TEXT NOT NULL DEFAULT '{}',   -- JSON: seconds per phase
     trigger        TEXT,
-    error          TEXT
+    error          TEXT,
+    held           INTEGER NOT NULL DEFAULT 0    -- memories left out for a hold (0009)
 );
 CREATE INDEX rem_runs_ns_started ON rem_runs (namespace, started_at);
 
@@ -233,6 +234,18 @@ CREATE TABLE rem_clusters (
     members      TEXT NOT NULL,   -- JSON list of {"id", "status", "importance", "deprecated_by"}
     reason       TEXT,
     PRIMARY KEY (run_id, cluster_no)
+) WITHOUT ROWID;
+
+-- A rollback holds each member of the run's committed clusters back from later runs for
+-- rem.hold_days, or until the member changes (its fingerprint differs; remd/holds.py) (0009).
+CREATE TABLE rem_holds (
+    namespace   TEXT NOT NULL,
+    node_id     TEXT NOT NULL,
+    run_id      TEXT NOT NULL,   -- the rolled-back run
+    held_at     REAL NOT NULL,
+    held_until  REAL NOT NULL,
+    fingerprint TEXT NOT NULL,
+    PRIMARY KEY (namespace, node_id)
 ) WITHOUT ROWID;
 
 -- Change logs, filled by triggers whoever writes: in-process caches re-read what changed since

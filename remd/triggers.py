@@ -7,7 +7,9 @@ Four checks, each a pure function of the stored state and ``now``, each with its
 - ``retrieval_quality``: mean importance (at injection time) of the items of the last
   ``retrieval_window_packs`` packs < ``min_retrieval_importance`` (0.45).
 - ``idle``: no save or inject for > ``idle_hours`` (4 h), and no REM run started since the
-  last activity (otherwise an idle namespace would re-trigger at every check).
+  last activity (otherwise an idle namespace would re-trigger at every check). A rolled-back
+  run counts while the holds its rollback recorded last (:mod:`remd.holds`): otherwise the
+  next check would redo it at once.
 - ``contradictions``: live memories touching a live CONTRADICTS edge / live memories >
   ``max_contradiction_ratio`` (0.08).
 
@@ -111,9 +113,11 @@ def _measure(conn: apsw.Connection, cfg: TriggerConfig, at: float,
             args):
         if ns in out:
             out[ns].last_inject = t
+    # A rolled-back run still counts while its rollback's holds last (0 hold days: never).
     for ns, t in conn.execute(
-            f"SELECT namespace, max(started_at) FROM rem_runs WHERE status != 'rolled_back' "
-            f"{only} GROUP BY namespace", args):
+            f"SELECT namespace, max(started_at) FROM rem_runs WHERE (status != 'rolled_back' "
+            f"OR run_id IN (SELECT run_id FROM rem_holds WHERE held_until > ?)) {only} "
+            "GROUP BY namespace", (at, *args)):
         if ns in out:
             out[ns].last_rem = t
     # The items of each namespace's last retrieval_window_packs packs (up to ``at``).

@@ -16,6 +16,9 @@ What an interrupted run looks like (the design this checks): a killed run stays 
 rem_runs, its lease naming it, until the next run starts in the namespace and marks it
 ``interrupted`` (remd/rem.py ``_start``). Its committed clusters stay: each is whole, and a
 rollback of the run undoes them exactly. The cluster in flight leaves nothing.
+
+Every run here starts over the memories the previous rollback restored, on purpose: they run
+with ``include_held=True``, as a person would redo a rolled-back run by hand (remd/holds.py).
 """
 
 from __future__ import annotations
@@ -308,7 +311,7 @@ def _run_child(db: str, now: float, cmd: dict[str, Any]) -> None:
 
     with Memory(db, clock=lambda: now) as m:
         print("ready", flush=True)
-        run = m.run_rem(now=now, synthesiser=synth, progress=progress)
+        run = m.run_rem(now=now, synthesiser=synth, progress=progress, include_held=True)
         print(f"done {run.run_id}", flush=True)
 
 
@@ -573,7 +576,7 @@ class CrashLoop:
             dead = [r[0] for r in m.store.query(
                 "SELECT run_id FROM rem_runs WHERE status = 'running' AND namespace = ?",
                 (m.namespace,))]
-            run = m.run_rem(now=NOW)
+            run = m.run_rem(now=NOW, include_held=True)
             assert run.status.value == "completed", run
             t.runs_completed_after_crashes += 1
             for r in dead:
@@ -595,7 +598,7 @@ class CrashLoop:
         memories: the in-process vector index must not keep the old bits for them. Saves one
         memory (real embedder), so run it last. Returns the reused rid."""
         with Memory(self.db, clock=lambda: NOW) as m:
-            run = m.run_rem(now=NOW)
+            run = m.run_rem(now=NOW, include_held=True)
             knn(m, m.namespace, [1.0] * 384, 8)
             freed = {r[0] for r in m.store.query("SELECT rid FROM nodes WHERE rem_run = ?",
                                                  (run.run_id,))}

@@ -142,6 +142,49 @@ def test_a_second_tick_right_after_finds_nothing_to_do(db_path: Path,
     assert second.runs == () and second.namespaces[0].outcome == "quiet"
 
 
+def test_a_rolled_back_run_is_not_redone_by_the_next_ticks(db_path: Path,
+                                                            daemon_factory: Any) -> None:
+    """The idle trigger fired, the run was rolled back: the ticks that follow neither fire idle
+    again nor fold the members, until the hold ends (rem.hold_days) and idle fires again."""
+    fill(db_path, "work", old_fragments())  # no save for a year: idle fires
+    daemon = daemon_factory(config=load_config(env={}, overrides={
+        "triggers": {"disabled": ["node_count"]}}))
+    (run_id,) = daemon.tick(NOW).runs
+    with Memory(db_path, "work", clock=lambda: NOW) as m:
+        assert m.rollback(run_id).held == 18
+    for at in (NOW, NOW + 1, NOW + HOUR, NOW + 5 * HOUR, NOW + 29 * DAY):
+        tick = daemon.tick(at)
+        assert tick.runs == () and tick.namespaces[0].fired == (), at
+    assert set(statuses(db_path, "work").values()) == {"live"}
+    assert [(st, trig) for _, st, trig, _ in runs(db_path)] == [("rolled_back", "idle")]
+
+    later = daemon.tick(NOW + 31 * DAY)
+    assert later.runs and later.namespaces[0].fired == ("idle",)
+    assert "deprecated" in statuses(db_path, "work").values()
+
+
+def test_other_triggers_after_a_rollback_fold_nothing_held(db_path: Path,
+                                                          daemon_factory: Any) -> None:
+    """node_count still fires (18 live > 10), but the runs it starts leave the held members be;
+    new activity elsewhere in the namespace does not end the hold, only a change to a member."""
+    fill(db_path, "work", old_fragments())
+    daemon = daemon_factory()
+    (run_id,) = daemon.tick(NOW).runs
+    with Memory(db_path, "work", clock=lambda: NOW) as m:
+        m.rollback(run_id)
+        m.save("Lunch with the platform team moved to Thursday.")
+    tick = daemon.tick(NOW + HOUR)
+    assert tick.namespaces[0].fired == ("node_count",) and tick.runs
+    assert list(statuses(db_path, "work").values()).count("live") == 19
+    with Memory(db_path, "work", embedder=None) as m:
+        assert m.store.one("SELECT flagged, held, synthesised FROM rem_runs WHERE run_id = ?",
+                           tick.runs) == (0, 18, 0)
+    assert daemon.tick(NOW + 6 * HOUR).runs  # node_count fires at every tick
+    assert list(statuses(db_path, "work").values()).count("live") == 19
+    daemon.tick(NOW + 31 * DAY)
+    assert list(statuses(db_path, "work").values()).count("live") < 18
+
+
 def test_idle_trigger_counts_saves_and_injects_of_other_processes(
         db_path: Path, tmp_path: Path, daemon_factory: Any) -> None:
     start = NOW

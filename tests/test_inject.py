@@ -332,7 +332,7 @@ def test_migration_keeps_every_vector_once_in_a_file_of_the_previous_schema(
                             "WHERE name LIKE 'node_vec_%chunks%'").fetchone()[0] > 0
     conn.close()
     with Memory(db_path) as m:
-        assert m.store.applied()[-1] == "0008_vectors_once"
+        assert "0008_vectors_once" in m.store.applied()  # and every later one
         names = {r[0] for r in m.store.query("SELECT name FROM sqlite_master")}
         assert not {n for n in names if n.startswith("node_vec") and n != "node_vec_bit"
                     and not n.startswith("node_vec_bit")}

@@ -23,6 +23,7 @@ from remd import (
     NotFound,
     RollbackRefused,
     RunStatus,
+    load_config,
 )
 from remd.cli import main
 from remd.exchange import iso
@@ -33,6 +34,7 @@ from tests.conftest import Clock
 from tests.llm_server import VALID_ANSWER, LLMServer, good, raw, slow, status
 
 DAY = 86400.0
+HOUR = 3600.0
 NOW = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
 YEAR_AGO = NOW - 365 * DAY
 
@@ -279,6 +281,101 @@ def test_rollback_of_an_unknown_run(mem: Memory, db_path: Path) -> None:
     out = CliRunner().invoke(main, ["--db", str(db_path), "rollback", "rem_nope"])
     assert out.exit_code == 1 and "no REM run 'rem_nope'" in out.output
     assert "Traceback" not in out.output
+
+
+# -- holds: no redo after a rollback -------------------------------------------------------------
+def folded(m: Memory, run_id: str) -> list[str]:
+    """The members of the committed clusters of a run."""
+    return [x["id"] for (members,) in m.store.query(
+        "SELECT members FROM rem_clusters WHERE run_id = ? AND status = 'committed'", (run_id,))
+        for x in json.loads(members)]
+
+
+def test_a_rolled_back_run_is_not_redone_until_its_hold_ends(old_memory: Memory) -> None:
+    m = old_memory
+    run = m.run_rem(now=NOW)
+    members = folded(m, run.run_id or "")
+    assert run.synthesised >= 3 and len(members) == run.flagged == 30
+    assert m.rollback(run.run_id or "", now=NOW).held == 30
+    before = dump(m)
+
+    for at in (NOW, NOW + HOUR, NOW + 29 * DAY):
+        plan = m.run_rem(now=at, dry_run=True)
+        assert plan.flagged == 0 and plan.held == 30 and plan.plan == ()
+    again = m.run_rem(now=NOW + HOUR)
+    assert again.status is RunStatus.COMPLETED
+    assert (again.flagged, again.held, again.synthesised) == (0, 30, 0)
+    assert get_run(m.engine, m.namespace, again.run_id or "").held == 30
+    assert all(m.get(i).status is NodeStatus.LIVE for i in members)
+    assert dump(m)["edges"] == before["edges"]
+
+    later = m.run_rem(now=NOW + 31 * DAY)  # the hold is over
+    assert later.held == 0 and later.flagged == 30 and later.synthesised >= 3
+    assert all(m.get(i).status is NodeStatus.DEPRECATED for i in members)
+    # The run that folded them dropped their holds; its own rollback holds them again.
+    assert m.store.scalar("SELECT count(*) FROM rem_holds") == 0
+    assert m.rollback(later.run_id or "", now=NOW + 31 * DAY).held == 30
+    assert m.run_rem(now=NOW + 32 * DAY, dry_run=True).held == 30
+
+
+def test_a_held_memory_that_changes_is_free_again(old_memory: Memory) -> None:
+    """A change is what a person or an agent does to a memory: an inject returns it (access
+    count, last access), a contradiction lowers its confidence, a forget or supersede ends it."""
+    m = old_memory
+    run = m.run_rem(now=NOW)
+    members = set(folded(m, run.run_id or ""))
+    m.rollback(run.run_id or "")
+    pack = m.inject("What do we know about project Heron?", token_budget=300)
+    accessed = {i.id for i in pack.items} & members
+    assert accessed and len(accessed) < 30
+    plan = m.run_rem(now=NOW, dry_run=True)
+    assert plan.held == 30 - len(accessed)  # free, though no longer weak: just used
+
+    held = sorted(members - accessed)
+    target = held[0]
+    m.save(f"This contradicts [[memory:{target}]].")
+    m.save(f"The budget note also contradicts [[memory:{target}]].")
+    assert m.get(target).confidence < 0.25  # low confidence: flagged whatever its importance
+    plan = m.run_rem(now=NOW, dry_run=True)
+    assert plan.held == 29 - len(accessed) and plan.flagged == 1
+
+    m.forget(held[1])
+    assert m.run_rem(now=NOW, dry_run=True).held == 28 - len(accessed)
+    run = m.run_rem(now=NOW)  # a run ends the holds that can never apply again
+    assert run.held == 28 - len(accessed)
+    assert m.store.scalar("SELECT count(*) FROM rem_holds") == 28 - len(accessed)
+
+
+def test_include_held_folds_held_members_by_hand(old_memory: Memory, db_path: Path) -> None:
+    m = old_memory
+    run = m.run_rem(now=NOW)
+    m.rollback(run.run_id or "")
+    plan = m.run_rem(now=NOW, dry_run=True, include_held=True)
+    assert plan.held == 0 and plan.flagged == 30 and plan.plan
+    redo = m.run_rem(now=NOW, include_held=True)
+    assert redo.held == 0 and redo.flagged == 30 and redo.synthesised == run.synthesised
+
+    runner = CliRunner()  # on the real clock: a rollback now holds them from now
+    db = ["--db", str(db_path)]
+    back = runner.invoke(main, [*db, "rollback", redo.run_id or ""])
+    assert back.exit_code == 0 and "30 memories held" in back.output
+    dry = runner.invoke(main, [*db, "run-rem", "--dry-run"])
+    assert dry.exit_code == 0 and "0 flagged" in dry.output and "30 held" in dry.output
+    obj = json.loads(runner.invoke(main, [*db, "run-rem", "--json"]).stdout)
+    assert obj["held"] == 30 and obj["flagged"] == 0 and obj["synthesised"] == 0
+    out = runner.invoke(main, [*db, "run-rem", "--include-held", "--json"])
+    assert out.exit_code == 0, out.output
+    obj = json.loads(out.stdout)
+    assert obj["held"] == 0 and obj["flagged"] == 30 and obj["synthesised"] == run.synthesised
+
+
+def test_hold_days_0_holds_nothing(db_path: Path) -> None:
+    config = load_config(env={}, overrides={"rem": {"hold_days": 0}})
+    with Memory(db_path, config=config, clock=lambda: NOW) as m:
+        m.import_lines(old_lines(fragments(3)))
+        run = m.run_rem(now=NOW)
+        assert m.rollback(run.run_id or "").held == 0
+        assert m.run_rem(now=NOW).synthesised == run.synthesised
 
 
 # -- interruption, crashes and the lease ---------------------------------------------------------

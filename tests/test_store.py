@@ -109,6 +109,27 @@ def test_migrations_are_applied_by_name(db_path: Path) -> None:
     store.close()
 
 
+def test_a_file_at_0008_gets_rem_holds_and_its_runs_keep_their_rows(db_path: Path) -> None:
+    from remd.rem import get_run
+    from tests.test_rem import NOW, fragments, old_lines
+
+    old_file(db_path, "0008_vectors_once")
+    conn = connect(db_path, StoreConfig())
+    with conn:
+        conn.execute("INSERT INTO rem_runs (run_id, namespace, status, started_at, flagged, "
+                     "synthesiser, model, prompt_version) VALUES ('rem_old', 'default', "
+                     "'completed', 1.0, 7, 'offline', 'offline', 'offline-1')")
+    conn.close()
+    with Memory(db_path, clock=lambda: NOW) as m:
+        assert m.store.applied()[-1] == "0009_rem_holds"
+        old = get_run(m.engine, "default", "rem_old")
+        assert (old.flagged, old.held, old.status.value) == (7, 0, "completed")
+        m.import_lines(old_lines(fragments(1)))
+        run = m.run_rem(now=NOW)
+        held = m.rollback(run.run_id or "").held
+        assert 0 < held <= run.flagged and m.run_rem(now=NOW, dry_run=True).held == held
+
+
 def test_newer_database_is_refused(db_path: Path) -> None:
     store = Store(db_path, StoreConfig())
     with store.transaction() as conn:
