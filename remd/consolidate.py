@@ -13,6 +13,7 @@ or that summarised too hard, gets its cluster skipped instead).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -38,7 +39,19 @@ if TYPE_CHECKING:
 log = get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
-Job = tuple[int, list[Fragment], list[tuple[str, str, str]]]
+Job = tuple[int, list[Fragment], list[tuple[str, str, str]], int]  # ..., target tokens
+TARGET_LARGEST = 1.5  # a synthesis may be 1.5x its largest member...
+TARGET_SHARE = 0.35  # ...or 35% of its members together, whichever is larger
+
+
+def target_tokens(member_tokens: Sequence[int]) -> int:
+    """The length a synthesis should keep to: the larger of 1.5x its largest member and 35% of
+    its members' total (a denser node than what it replaces, never longer than one short
+    paragraph per member)."""
+    if not member_tokens:
+        return 0
+    return max(math.ceil(TARGET_LARGEST * max(member_tokens)),
+               math.ceil(TARGET_SHARE * sum(member_tokens)))
 Answer = SynthesisAnswer | LLMError | InvalidInput
 
 
@@ -118,11 +131,12 @@ class ClusterWriter:
             f"AND type IN ({','.join('?' * len(_CAUSAL_TYPES))}) "
             f"AND src IN ({marks}) AND dst IN ({marks}) ORDER BY eid",
             (self.ns, *_CAUSAL_TYPES, *ids, *ids))
-        return no, frags, [(s, d, t) for s, d, t in edges]
+        target = target_tokens(self.engine.counter.count_many([f.content for f in frags]))
+        return no, frags, [(s, d, t) for s, d, t in edges], target
 
     def write(self, job: Job, answer: Answer) -> dict[str, Any]:
         """Commit (or record as skipped) one cluster; returns its outcome fields."""
-        no, frags, _ = job
+        no, frags, _, _ = job
         members = self._members[no]
         reason: str | None = None
         if isinstance(answer, LLMError | InvalidInput):

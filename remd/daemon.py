@@ -147,9 +147,8 @@ class Daemon:
             os.set_blocking(fd, False)
         # One synthesiser (so one LLM client and its kept-alive connections) for every run of
         # the daemon's life; replaced only when a reload changes what it is made from.
-        self._synth: LLMSynthesiser | OfflineSynthesiser = make_synthesiser(
-            config.llm, config.rem.offline_density)
-        self._synth_settings = (config.llm, config.rem.offline_density)
+        self._synth: LLMSynthesiser | OfflineSynthesiser = _synthesiser(config)
+        self._synth_settings = _synth_settings(config)
 
     # -- the unit of work ------------------------------------------------------------------
     def namespaces(self) -> list[str]:
@@ -288,11 +287,11 @@ class Daemon:
         config, self._pending_config = self._pending_config, None
         if config is None:
             return
-        if (config.llm, config.rem.offline_density) != self._synth_settings:
+        if _synth_settings(config) != self._synth_settings:
             # On the scheduler thread between two ticks: no cycle is using the old client.
             self._synth.close()
-            self._synth = make_synthesiser(config.llm, config.rem.offline_density)
-            self._synth_settings = (config.llm, config.rem.offline_density)
+            self._synth = _synthesiser(config)
+            self._synth_settings = _synth_settings(config)
 
     # -- running as a service -----------------------------------------------------------------
     def request_stop(self, signame: str = "") -> None:
@@ -433,6 +432,15 @@ class Daemon:
             self.restore_signal_handlers()
         log.info("daemon.stopped")
         return 0
+
+
+def _synth_settings(config: Config) -> tuple[Any, ...]:
+    """What the daemon's synthesiser is made from (a reload that changes it replaces it)."""
+    return config.llm, config.rem.offline_density, config.store.encoding
+
+
+def _synthesiser(config: Config) -> LLMSynthesiser | OfflineSynthesiser:
+    return make_synthesiser(config.llm, config.rem.offline_density, config.store.encoding)
 
 
 # -- what the REM engine reports ---------------------------------------------------------------

@@ -325,7 +325,7 @@ def _start(engine: Engine, ns: str, run_id: str, at: float, trigger: str,
 # -- synthesis -----------------------------------------------------------------------------------
 def _synthesise(synth: Synthesiser, job: Job) -> Answer:
     try:
-        return synth.synthesise(job[1], job[2])
+        return synth.synthesise(job[1], job[2], job[3])
     except (LLMError, InvalidInput) as exc:  # the documented failures: skip the cluster
         return exc
 
@@ -391,8 +391,9 @@ def run_rem(
     reason = trigger.value if isinstance(trigger, TriggerReason) else str(trigger)
     owned = None
     if synthesiser is None:
-        synthesiser = owned = make_synthesiser(engine.config.llm,
-                                               engine.config.rem.offline_density)
+        cfg = engine.config
+        synthesiser = owned = make_synthesiser(cfg.llm, cfg.rem.offline_density,
+                                               cfg.store.encoding)
     try:
         return _cycle(engine, ns, at, reason, synthesiser, dry_run=dry_run,
                       include_held=include_held, stop=should_stop or (lambda: False),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -23,6 +23,7 @@ from remd.llm import LLMClient, LLMSettings, Role
 from remd.llm import Prompt as Prompt  # re-exported: the synthesis prompt lives here
 from remd.llm import load_prompt as load_prompt
 from remd.logs import get_logger
+from remd.tokens import TokenCounter
 
 _log = get_logger("remd.synthesis")
 
@@ -30,6 +31,7 @@ MAX_SYNTHESIS_CHARS = 8000
 MAX_LIST_ITEMS = 256
 MAX_ITEM_CHARS = 1000
 _REASK_ECHO_CHARS = 4000  # how much of an invalid answer is shown back to the model
+_NO_TARGET = 4000  # tokens stated to the model when the caller gives no target
 
 Edge = tuple[str, str, str]  # (src_fragment_id, dst_fragment_id, edge_type)
 
@@ -96,9 +98,12 @@ class Synthesiser(Protocol):
     prompt_version: str
 
     def synthesise(
-        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = ()
+        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = (),
+        target_tokens: int | None = None,
     ) -> SynthesisAnswer:
-        """Raises LLMError when no valid answer can be produced (the cluster is then skipped)."""
+        """Raises LLMError when no valid answer can be produced (the cluster is then skipped).
+        ``target_tokens``: the length the synthesis should keep to (see
+        :func:`remd.consolidate.target_tokens`)."""
         ...
 
 
@@ -142,11 +147,14 @@ class LLMSynthesiser:
 
     name = "llm"
 
-    def __init__(self, client: LLMClient, prompt: Prompt | None = None) -> None:
+    def __init__(self, client: LLMClient, prompt: Prompt | None = None,
+                 count: Callable[[str], int] | None = None) -> None:
         self._client = client
         self._prompt = prompt or load_prompt("synthesis")
-        if "reask" not in self._prompt.sections:
-            raise InvalidInput(f"prompt {self._prompt.name!r} has no '## reask' section")
+        self._count = count  # tokens of a text; None: answers are not held to a length
+        for section in ("reask", "too_long"):
+            if section not in self._prompt.sections:
+                raise InvalidInput(f"prompt {self._prompt.name!r} has no '## {section}' section")
         self.model = client.model
         self.prompt_version = self._prompt.ident
 
@@ -155,31 +163,58 @@ class LLMSynthesiser:
         self._client.close()
 
     def synthesise(
-        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = ()
+        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = (),
+        target_tokens: int | None = None,
     ) -> SynthesisAnswer:
-        """Raises LLMError (endpoint failure, or an invalid answer twice), InvalidInput."""
+        """The model's synthesis. The prompt states ``target_tokens``; an answer that is not
+        valid JSON of the right shape is re-asked once, and so is one whose synthesis is longer
+        than the target (measured with the counter given at construction).
+
+        Raises LLMError (endpoint failure, an invalid answer twice, a too-long answer twice),
+        InvalidInput.
+        """
+        target = target_tokens if target_tokens is not None else _NO_TARGET
         system = self._prompt.fill("system")
         user = self._prompt.fill(
             "user", count=str(len(fragments)), fragments=render_fragments(fragments),
-            edges=render_edges(causal_edges),
+            edges=render_edges(causal_edges), target=str(target),
         )
         turns: list[tuple[Role, str]] = []
-        for attempt in (1, 2):
+        invalid = too_long = 0
+        while True:
             answer = self._client.complete_json(system, user, turns=turns)
             try:
-                return _parse(answer)
+                parsed = _parse(answer)
             except ValidationError as exc:
-                error, failure = _brief(exc), exc
-            _log.warning("synthesis.invalid_answer", attempt=attempt, error=error,
-                         chars=len(answer), model=self.model, prompt_version=self.prompt_version)
-            reask = self._prompt.fill("reask", error=error)
-            turns = [("assistant", _clip(answer, _REASK_ECHO_CHARS)), ("user", reask)]
-        raise LLMError(f"LLM answered with an invalid synthesis twice: {error}") from failure
+                invalid += 1
+                error = _brief(exc)
+                _log.warning("synthesis.invalid_answer", attempt=invalid, error=error,
+                             chars=len(answer), model=self.model,
+                             prompt_version=self.prompt_version)
+                if invalid == 2:
+                    raise LLMError(
+                        f"LLM answered with an invalid synthesis twice: {error}") from exc
+                follow = self._prompt.fill("reask", error=error)
+            else:
+                tokens = self._count(parsed.synthesis) if self._count is not None else 0
+                if target_tokens is None or tokens <= target_tokens:
+                    return parsed
+                too_long += 1
+                _log.warning("synthesis.too_long", attempt=too_long, tokens=tokens,
+                             target=target_tokens, model=self.model,
+                             prompt_version=self.prompt_version)
+                if too_long == 2:
+                    raise LLMError(f"LLM synthesis is {tokens} tokens, over the target of "
+                                   f"{target_tokens}, after a re-ask")
+                follow = self._prompt.fill("too_long", tokens=str(tokens),
+                                           target=str(target_tokens))
+            turns = [("assistant", _clip(answer, _REASK_ECHO_CHARS)), ("user", follow)]
 
 
-def make_synthesiser(settings: LLMSettings, offline_density: float = 1.0
-                     ) -> LLMSynthesiser | OfflineSynthesiser:
-    """The LLM synthesiser when ``settings.base_url`` is set, else the offline extractive one
+def make_synthesiser(settings: LLMSettings, offline_density: float = 1.0,
+                     encoding: str = "o200k_base") -> LLMSynthesiser | OfflineSynthesiser:
+    """The LLM synthesiser when ``settings.base_url`` is set (its answers held to each
+    cluster's token target, counted in ``encoding``), else the offline extractive one
     (``offline_density``: see :class:`OfflineSynthesiser`).
 
     The caller owns the result and calls ``close()`` when done: the LLM one holds an HTTP
@@ -188,7 +223,7 @@ def make_synthesiser(settings: LLMSettings, offline_density: float = 1.0
     """
     if settings.base_url is None:
         return OfflineSynthesiser(offline_density)
-    return LLMSynthesiser(LLMClient(settings))
+    return LLMSynthesiser(LLMClient(settings), count=TokenCounter(encoding).count)
 
 
 def _parse(answer: str) -> SynthesisAnswer:
@@ -295,9 +330,14 @@ class OfflineSynthesiser:
             self.prompt_version = "offline-2"
 
     def synthesise(
-        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = ()
+        self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = (),
+        target_tokens: int | None = None,
     ) -> SynthesisAnswer:
-        """Raises InvalidInput (empty cluster), LLMError (result over the synthesis cap)."""
+        """Raises InvalidInput (empty cluster), LLMError (result over the synthesis cap).
+
+        ``target_tokens`` is not applied yet: this synthesiser keeps every sentence (or, with
+        ``offline_density`` < 1, a share of them) and cannot merge restatements of one fact;
+        holding it to the target would skip most clusters."""
         ordered = _chronological(fragments)
         if self.density < 1:
             return self._dense(ordered)

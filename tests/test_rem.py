@@ -4,6 +4,7 @@ real OpenAI-compatible HTTP server), edge inheritance, rollback, leases and the 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -26,10 +27,12 @@ from remd import (
     load_config,
 )
 from remd.cli import main
+from remd.consolidate import target_tokens
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.rem import ClusterOutcome, get_run
 from remd.synthesis import LLMSynthesiser
+from remd.tokens import TokenCounter
 from tests.conftest import Clock
 from tests.llm_server import VALID_ANSWER, LLMServer, good, raw, slow, status
 
@@ -468,10 +471,13 @@ ALICE = ["Alice moved to Berlin because Acme opened an office there.",
          "Acme opened a Berlin office, so Alice moved to Berlin."]
 
 
-def llm_synth(server: LLMServer, **settings: Any) -> LLMSynthesiser:
+def llm_synth(server: LLMServer, *, counted: bool = False, **settings: Any) -> LLMSynthesiser:
+    """The LLM synthesiser against the loopback server; ``counted``: answers are held to the
+    cluster's token target (as make_synthesiser builds it)."""
     s = LLMSettings(base_url=server.base_url, api_key="sk-test", model="test-model",
                     **{"max_retries": 2, **settings})
-    return LLMSynthesiser(LLMClient(s, sleep=lambda _: None))
+    return LLMSynthesiser(LLMClient(s, sleep=lambda _: None),
+                          count=TokenCounter().count if counted else None)
 
 
 @pytest.fixture
@@ -489,11 +495,41 @@ def test_llm_good_answer(alice: Memory, llm_server: LLMServer) -> None:
     run = alice.run_rem(now=NOW, synthesiser=llm_synth(llm_server))
     assert run.synthesised == 1 and run.skipped == 0 and len(llm_server.requests) == 1
     assert run.synthesiser == "llm" and run.model == "test-model"
-    assert run.prompt_version == "synthesis-1"
+    assert run.prompt_version == "synthesis-2"
     node = alice.get(alice.store.scalar("SELECT id FROM nodes WHERE kind = 'synthesis'"))
     assert node.content == VALID_ANSWER["synthesis"]
     assert node.importance == 0.6  # from the answer
     assert {"alice", "berlin", "acme"} <= set(node.tags)
+
+
+LONG = {**VALID_ANSWER, "synthesis": " ".join(
+    ["On 2024-03-01 Alice moved to Berlin because Acme opened an office there."] * 6)}
+
+
+def test_llm_is_told_the_target_and_a_too_long_answer_is_asked_again(
+        alice: Memory, llm_server: LLMServer) -> None:
+    llm_server.script(good(LONG), good())
+    run = alice.run_rem(now=NOW, synthesiser=llm_synth(llm_server, counted=True))
+    assert run.synthesised == 1 and run.skipped == 0 and len(llm_server.requests) == 2
+    counts = TokenCounter().count_many(ALICE)
+    target = target_tokens(counts)
+    assert target == max(math.ceil(1.5 * max(counts)), math.ceil(0.35 * sum(counts)))
+    first = " ".join(llm_server.messages(0)[-1]["content"].split())
+    assert f"at most {target} tokens" in first
+    again = llm_server.messages(1)[-1]["content"]
+    assert f"must be at most {target} tokens" in " ".join(again.split())
+    node = alice.get(alice.store.scalar("SELECT id FROM nodes WHERE kind = 'synthesis'"))
+    assert node.content == VALID_ANSWER["synthesis"]  # the short answer was kept
+
+
+def test_llm_too_long_twice_skips_the_cluster(alice: Memory, llm_server: LLMServer) -> None:
+    llm_server.script(good(LONG), good(LONG))
+    run = alice.run_rem(now=NOW, synthesiser=llm_synth(llm_server, counted=True))
+    assert run.synthesised == 0 and run.skipped == 1 and len(llm_server.requests) == 2
+    assert members_live(alice)
+    reason = alice.store.scalar("SELECT reason FROM rem_clusters WHERE run_id = ?",
+                                (run.run_id,))
+    assert "over the target" in reason
 
 
 def test_llm_invalid_json_then_good(alice: Memory, llm_server: LLMServer) -> None:

@@ -81,9 +81,11 @@ def test_user_template_renders(count: int) -> None:
     ]
     prompt = load_prompt()
     text = prompt.fill("user", count=str(count), fragments=render_fragments(fragments),
-                       edges=render_edges([("id0", f"id{count - 1}", "DEPENDS_ON")]))
+                       edges=render_edges([("id0", f"id{count - 1}", "DEPENDS_ON")]),
+                       target="123")
     blocks = FRAGMENT_BLOCK.findall(text)
     assert len(blocks) == count and f"these {count} memory fragments" in text
+    assert "at most 123 tokens" in " ".join(text.split())  # the model is told the target
     assert [b[1] for b in blocks] == sorted(b[1] for b in blocks)  # oldest first
     assert f'<edge from="id0" to="id{count - 1}" type="DEPENDS_ON"/>' in text
     assert "{{" not in text
