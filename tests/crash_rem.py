@@ -44,10 +44,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from remd import Memory
-from remd.consolidate import ClusterWriter
+from remd.consolidate import ClusterWriter, key_terms
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.synthesis import LLMSynthesiser, Synthesiser
+from remd.tokens import TokenCounter
 from remd.vectors import BitIndex, from_int8
 from tests.helpers import knn
 from tests.llm_server import Behaviour, LLMServer, slow
@@ -237,12 +238,16 @@ def bit_index_matches(m: Memory) -> int:
 
 # -- the slow, faithful LLM -----------------------------------------------------------------------
 _FRAGMENT = re.compile(r"<fragment [^>]*>\n(.*?)\n</fragment>", re.S)
+_TARGET = re.compile(r"at most (\d+) tokens")
+_COUNT = TokenCounter()
 
 
 class EchoLLM(LLMServer):
     """tests/llm_server.py's server, answering each synthesis after ``delay`` seconds with the
-    fragments it was sent, joined: a faithful answer (it keeps every name and number), so the
-    cluster commits. ``in_flight[model]`` counts the calls being answered now per model name
+    names and numbers of the fragments it was sent (remd.consolidate.key_terms), once each and
+    as many as the token target the prompt states allows: a faithful answer of the asked size,
+    so the cluster commits.
+    ``in_flight[model]`` counts the calls being answered now per model name
     (each child asks under its own, so calls a killed child left behind are not counted)."""
 
     def __init__(self, delay: float) -> None:
@@ -258,7 +263,14 @@ class EchoLLM(LLMServer):
             self.in_flight[self._model.name] += 1
         sent = " ".join(str(msg.get("content", "")) for msg in body.get("messages", []))
         text = " ".join(html.unescape(f) for f in _FRAGMENT.findall(sent))
-        return replace(behaviour, content=json.dumps({"synthesis": text or "nothing"}))
+        target = _TARGET.search(" ".join(sent.split()))
+        limit = int(target.group(1)) if target else 1 << 30
+        kept: list[str] = []
+        for term in sorted(key_terms(text)):
+            if _COUNT.count(" ".join([*kept, term])) > limit:
+                break
+            kept.append(term)
+        return replace(behaviour, content=json.dumps({"synthesis": " ".join(kept) or "nothing"}))
 
     def end(self) -> None:
         super().end()
