@@ -92,12 +92,18 @@ def retention(path: Path, topics: list[tuple[str, str, list[str]]], sample: list
     return hits / len(sample), (time.perf_counter() - start) * 1000 / len(sample)
 
 
+def live_tokens(m: Memory) -> int:
+    """o200k tokens of the namespace's live memories (what inject can return)."""
+    return int(m.store.scalar("SELECT coalesce(sum(tokens), 0) FROM nodes WHERE namespace = ? "
+                              "AND status = 'live'", (m.namespace,)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topics", type=int, default=1000)
     ap.add_argument("--per-topic", type=int, default=10)
     ap.add_argument("--queries", type=int, default=300, help="planted facts checked")
-    ap.add_argument("--budgets", type=int, nargs="+", default=[500, 1000],
+    ap.add_argument("--budgets", type=int, nargs="+", default=[150, 500, 1000],
                     help="inject token budgets")
     ap.add_argument("--seed", type=int, default=11)
     args = ap.parse_args()
@@ -116,7 +122,9 @@ def main() -> None:
     sample = random.Random(args.seed).sample(range(len(topics)), min(args.queries, len(topics)))
 
     with Memory(path, clock=lambda: NOW) as m:
+        tokens_before = live_tokens(m)
         run = m.run_rem(now=NOW)
+        tokens_after = live_tokens(m)
     measured = [(b, *retention(copy, topics, sample, b), *retention(path, topics, sample, b))
                 for b in args.budgets]
 
@@ -133,6 +141,10 @@ def main() -> None:
     ratio = run.live_before / max(run.live_after, 1)
     print(f"| {run.flagged} | {run.clusters} | {run.synthesised} | {run.skipped} | "
           f"{run.live_before} | {run.live_after} | {ratio:.1f}x |")
+    print()
+    print("| live tokens before (o200k) | live tokens after | after / before |")
+    print("|---:|---:|---:|")
+    print(f"| {tokens_before} | {tokens_after} | {tokens_after / max(tokens_before, 1):.2f} |")
     print()
     print("| phase | seconds |")
     print("|---|---:|")
