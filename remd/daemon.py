@@ -151,12 +151,6 @@ class Daemon:
         self._synth_settings = _synth_settings(config)
 
     # -- the unit of work ------------------------------------------------------------------
-    def namespaces(self) -> list[str]:
-        """Every namespace that has memories in the file, sorted."""
-        with self.host.lease() as engine:
-            return [r[0] for r in engine.store.query(
-                "SELECT DISTINCT namespace FROM nodes ORDER BY 1")]
-
     def tick(self, now: float | None = None) -> TickReport:
         """Evaluate every namespace's triggers at ``now`` (default: the clock), embed a bounded
         batch of the embedding backlog, and run REM where a trigger fires, one namespace after

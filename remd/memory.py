@@ -183,19 +183,13 @@ class Memory:
 
         Raises NotFound for an unknown id.
         """
-        rid = _nodes.rid_of(self.store, self.namespace, self._check_id(node_id))
+        rid = self._rid(node_id)
         with self.store.transaction() as conn:
             conn.execute("UPDATE nodes SET status = 'forgotten' WHERE rid = ?", (rid,))
         log.info("memory.forgotten", id=node_id, namespace=self.namespace)
         return self.get(node_id)
 
     # -- reads --------------------------------------------------------------------------
-    @staticmethod
-    def _check_id(node_id: object) -> str:
-        if not isinstance(node_id, str):
-            raise InvalidInput(f"memory id must be a string, not {type(node_id).__name__}")
-        return node_id
-
     def _rid(self, node_id: str) -> int:
         return _nodes.rid_of(self.store, self.namespace, node_id)
 

@@ -43,10 +43,15 @@ def from_rows(store: Store, rows: Sequence[tuple[Any, ...]]) -> list[Node]:
     ]
 
 
-def get(store: Store, namespace: str, node_id: str) -> Node:
-    """The memory with this id in this namespace. Raises NotFound, InvalidInput."""
+def _check_id(node_id: object) -> str:
     if not isinstance(node_id, str):
         raise InvalidInput(f"memory id must be a string, not {type(node_id).__name__}")
+    return node_id
+
+
+def get(store: Store, namespace: str, node_id: str) -> Node:
+    """The memory with this id in this namespace. Raises NotFound, InvalidInput."""
+    _check_id(node_id)
     rows = store.query(f"SELECT {NODE_COLUMNS} FROM nodes WHERE id = ? AND namespace = ?",
                        (node_id, namespace))
     if not rows:
@@ -55,7 +60,8 @@ def get(store: Store, namespace: str, node_id: str) -> Node:
 
 
 def rid_of(store: Store, namespace: str, node_id: str) -> int:
-    """The integer key of a memory. Raises NotFound."""
+    """The integer key of a memory. Raises NotFound, InvalidInput."""
+    _check_id(node_id)
     rid = store.scalar("SELECT rid FROM nodes WHERE id = ? AND namespace = ?",
                        (node_id, namespace))
     if rid is None:
