@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.cluster import Cluster, specific_cap
-from remd.errors import InvalidInput, LLMError
+from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.ids import new_id
 from remd.logs import get_logger
 from remd.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
@@ -46,13 +46,13 @@ TARGET_SHARE = 0.35  # ...or 35% of its members together, whichever is larger
 
 def target_tokens(member_tokens: Sequence[int]) -> int:
     """The length a synthesis should keep to: the larger of 1.5x its largest member and 35% of
-    its members' total (a denser node than what it replaces, never longer than one short
-    paragraph per member)."""
+    its members' total, and always shorter than the members together."""
     if not member_tokens:
         return 0
-    return max(math.ceil(TARGET_LARGEST * max(member_tokens)),
-               math.ceil(TARGET_SHARE * sum(member_tokens)))
-Answer = SynthesisAnswer | LLMError | InvalidInput
+    target = max(math.ceil(TARGET_LARGEST * max(member_tokens)),
+                 math.ceil(TARGET_SHARE * sum(member_tokens)))
+    return min(target, sum(member_tokens) - 1)  # never as long as the members together
+Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser
 
 
 class ClusterStatus(StrEnum):
@@ -122,7 +122,8 @@ class ClusterWriter:
         self._members[no] = members
         m = self.m
         frags = [Fragment(id=m.ids[k], content=m.content[m.rids[k]],
-                          importance=float(m.importance[k]), created_at=float(m.created_at[k]))
+                          importance=float(m.importance[k]), created_at=float(m.created_at[k]),
+                          vector=m.vectors[k] if len(m.vectors) > k else None)
                  for k in members]
         ids = [m.ids[k] for k in members]
         marks = ",".join("?" * len(ids))
@@ -139,7 +140,7 @@ class ClusterWriter:
         no, frags, _, _ = job
         members = self._members[no]
         reason: str | None = None
-        if isinstance(answer, LLMError | InvalidInput):
+        if isinstance(answer, LLMError | InvalidInput | NotDenser):
             reason = f"{type(answer).__name__}: {answer}"
         else:
             cov = coverage(answer, frags)

@@ -147,8 +147,16 @@ class Daemon:
             os.set_blocking(fd, False)
         # One synthesiser (so one LLM client and its kept-alive connections) for every run of
         # the daemon's life; replaced only when a reload changes what it is made from.
-        self._synth: LLMSynthesiser | OfflineSynthesiser = _synthesiser(config)
+        self._synth: LLMSynthesiser | OfflineSynthesiser = self._synthesiser(config)
         self._synth_settings = _synth_settings(config)
+
+    def _synthesiser(self, config: Config) -> LLMSynthesiser | OfflineSynthesiser:
+        # The offline one embeds sentences with the engine being served at the time.
+        def embed(texts: list[str]) -> Any:
+            embedder = self.host.engine.embedder
+            return None if embedder is None else embedder.embed(texts)
+        return make_synthesiser(config.llm, config.rem.offline_density, config.store.encoding,
+                                embed)
 
     # -- the unit of work ------------------------------------------------------------------
     def tick(self, now: float | None = None) -> TickReport:
@@ -284,7 +292,7 @@ class Daemon:
         if _synth_settings(config) != self._synth_settings:
             # On the scheduler thread between two ticks: no cycle is using the old client.
             self._synth.close()
-            self._synth = _synthesiser(config)
+            self._synth = self._synthesiser(config)
             self._synth_settings = _synth_settings(config)
 
     # -- running as a service -----------------------------------------------------------------
@@ -431,10 +439,6 @@ class Daemon:
 def _synth_settings(config: Config) -> tuple[Any, ...]:
     """What the daemon's synthesiser is made from (a reload that changes it replaces it)."""
     return config.llm, config.rem.offline_density, config.store.encoding
-
-
-def _synthesiser(config: Config) -> LLMSynthesiser | OfflineSynthesiser:
-    return make_synthesiser(config.llm, config.rem.offline_density, config.store.encoding)
 
 
 # -- what the REM engine reports ---------------------------------------------------------------

@@ -24,9 +24,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from remd.synthesis import _DATE, Fragment, _entities, _sentences, iso_date, split_header
-from remd.tagging import STOP_WORDS, extract_tags
+from remd import text as tx
+from remd.tagging import extract_tags
 
 _MIN_BUDGET = 32  # tokens: the smallest synthesis worth writing
 _NAME_WEIGHT = 2.0  # names, numbers and dates count double
@@ -60,12 +61,13 @@ def concepts(text: str) -> dict[str, float]:
     """What a sentence says, as weighted concepts (see the module docstring)."""
     out = {tag: 1.0 for tag, _ in extract_tags(text, max_tags=12, min_tags=0)
            if "-" not in tag and tag not in _SOCIAL}
-    for name in _entities([text]):
-        words = [w for w in name.casefold().split() if w not in _SOCIAL and w not in STOP_WORDS]
+    for name in [*tx.names(text), *tx.numbers(text)]:
+        words = [w for w in name.casefold().split()
+                 if w not in _SOCIAL and w not in tx.STOP_WORDS]
         if words:  # "Hey Mel" is Mel; "How", "That's" and "I'm" are no one
             out[" ".join(words)] = _NAME_WEIGHT
-    for m in _DATE.finditer(text):
-        out[m.group(0).casefold()] = _NAME_WEIGHT
+    for d in tx.find_dates(text):
+        out[d.surface.casefold()] = _NAME_WEIGHT
     return out
 
 
@@ -77,21 +79,23 @@ def _new(concept: str, covered: set[str]) -> bool:
                 and any(c.startswith(concept) for c in covered))
 
 
-def distil(ordered: Sequence[Fragment], density: float) -> str:
-    """The synthesis text of fragments (oldest first) in at most ``density`` of their length
-    (``_MIN_BUDGET`` tokens at least; the single best sentence always)."""
+def distil(contents: Sequence[str], created_at: Sequence[float], density: float) -> str:
+    """The synthesis text of fragments (oldest first; their texts and POSIX save times) in at
+    most ``density`` of their length (``_MIN_BUDGET`` tokens at least; the single best sentence
+    always)."""
     heads: list[tuple[str, str]] = []
     units: list[_Unit] = []
     covered: set[str] = set()
-    for fi, frag in enumerate(ordered):
-        stamp, speaker, body = split_header(frag.content)
+    for fi, content in enumerate(contents):
+        stamp, speaker, body = tx.split_header(content)
         heads.append((stamp, speaker))
         covered |= set(concepts(f"{stamp} {speaker}"))  # shown with any sentence of it anyway
-        for si, text in enumerate(_sentences(body)):
+        for si, text in enumerate(tx.sentences(body)):
             units.append(_Unit(fi, si, text, concepts(text), tokens(text) + _OVERHEAD))
-    first, last = iso_date(ordered[0].created_at), iso_date(ordered[-1].created_at)
+    first, last = (datetime.fromtimestamp(t, UTC).date().isoformat()
+                   for t in (created_at[0], created_at[-1]))
     span = f"{first} to {last}:" if first != last else f"{first}:"
-    budget = max(_MIN_BUDGET, math.ceil(density * sum(tokens(f.content) for f in ordered)))
+    budget = max(_MIN_BUDGET, math.ceil(density * sum(tokens(c) for c in contents)))
     used = tokens(span)
     shown: set[int] = set()
     stamps: set[str] = set()
@@ -143,7 +147,7 @@ def distil(ordered: Sequence[Fragment], density: float) -> str:
     if not chosen:  # nothing says anything new (all greetings): the first sentence stands in
         chosen = units[:1]
     if not chosen:  # no sentence at all (headers only): the fragments as they are
-        return " ".join([span, *(f.content.strip() for f in ordered)])
+        return " ".join([span, *(c.strip() for c in contents)])
     parts = [span]
     last_stamp = ""
     for fi in sorted({u.fragment for u in chosen}):

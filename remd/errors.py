@@ -58,3 +58,8 @@ class RollbackRefused(RemdError):
 
 class Conflict(RemdError):
     """The operation conflicts with the graph's current state (e.g. a tag hierarchy cycle)."""
+
+
+class NotDenser(RemdError):
+    """A cluster can't be written as a synthesis denser than its members without losing what
+    they say: it is left as it was (the REM run records it as skipped)."""

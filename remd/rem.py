@@ -48,11 +48,12 @@ from remd import holds
 from remd.backlog import embed_pending
 from remd.cluster import Cluster, build_clusters
 from remd.consolidate import Answer, ClusterStatus, ClusterWriter, Job, Members
-from remd.errors import Conflict, InvalidInput, LLMError, NotFound, RollbackRefused
+from remd.errors import Conflict, InvalidInput, LLMError, NotDenser, NotFound, RollbackRefused
 from remd.ids import new_id
 from remd.importance import DAY, NamespaceScores, compute_importance, store_importance
 from remd.ingest import check_namespace
 from remd.logs import get_logger
+from remd.merge import Embed
 from remd.models import TriggerReason
 from remd.store import rows_in
 from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
@@ -326,7 +327,7 @@ def _start(engine: Engine, ns: str, run_id: str, at: float, trigger: str,
 def _synthesise(synth: Synthesiser, job: Job) -> Answer:
     try:
         return synth.synthesise(job[1], job[2], job[3])
-    except (LLMError, InvalidInput) as exc:  # the documented failures: skip the cluster
+    except (LLMError, InvalidInput, NotDenser) as exc:  # the documented failures: skip it
         return exc
 
 
@@ -362,6 +363,15 @@ def _answers(synth: Synthesiser, jobs: Sequence[Job], workers: int,
 
 
 # -- the run --------------------------------------------------------------------------------------
+def sentence_embed(engine: Engine) -> Embed:
+    """Sentence vectors from the engine's embedder (loaded on first use), None without one:
+    how the offline synthesiser tells restatements apart."""
+    def embed(texts: list[str]) -> Any:
+        embedder = engine.embedder
+        return None if embedder is None else embedder.embed(texts)
+    return embed
+
+
 def run_rem(
     engine: Engine,
     namespace: str,
@@ -393,7 +403,7 @@ def run_rem(
     if synthesiser is None:
         cfg = engine.config
         synthesiser = owned = make_synthesiser(cfg.llm, cfg.rem.offline_density,
-                                               cfg.store.encoding)
+                                               cfg.store.encoding, sentence_embed(engine))
     try:
         return _cycle(engine, ns, at, reason, synthesiser, dry_run=dry_run,
                       include_held=include_held, stop=should_stop or (lambda: False),

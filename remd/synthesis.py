@@ -12,17 +12,22 @@ import html
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from remd.errors import InvalidInput, LLMError
+from remd import text as tx
+from remd.distil import distil
+from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.llm import LLMClient, LLMSettings, Role
 from remd.llm import Prompt as Prompt  # re-exported: the synthesis prompt lives here
 from remd.llm import load_prompt as load_prompt
 from remd.logs import get_logger
+from remd.merge import Embed, merge
 from remd.tokens import TokenCounter
 
 _log = get_logger("remd.synthesis")
@@ -84,12 +89,14 @@ class SynthesisAnswer(BaseModel):
 
 @dataclass(frozen=True, kw_only=True)
 class Fragment:
-    """One cluster member as the synthesiser sees it. ``created_at`` is POSIX seconds (UTC)."""
+    """One cluster member as the synthesiser sees it. ``created_at`` is POSIX seconds (UTC);
+    ``vector``: its unit embedding when it has one."""
 
     id: str
     content: str
     importance: float
     created_at: float
+    vector: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
 
 
 class Synthesiser(Protocol):
@@ -212,17 +219,19 @@ class LLMSynthesiser:
 
 
 def make_synthesiser(settings: LLMSettings, offline_density: float = 1.0,
-                     encoding: str = "o200k_base") -> LLMSynthesiser | OfflineSynthesiser:
+                     encoding: str = "o200k_base", embed: Embed | None = None,
+                     ) -> LLMSynthesiser | OfflineSynthesiser:
     """The LLM synthesiser when ``settings.base_url`` is set (its answers held to each
-    cluster's token target, counted in ``encoding``), else the offline extractive one
-    (``offline_density``: see :class:`OfflineSynthesiser`).
+    cluster's token target, counted in ``encoding``), else the offline merging one
+    (``offline_density``, ``embed``: see :class:`OfflineSynthesiser`).
 
     The caller owns the result and calls ``close()`` when done: the LLM one holds an HTTP
     client whose connections a long-lived process (the daemon) keeps for run after run instead
     of leaving one unclosed client behind per run.
     """
     if settings.base_url is None:
-        return OfflineSynthesiser(offline_density)
+        return OfflineSynthesiser(offline_density, count=TokenCounter(encoding).count,
+                                  embed=embed)
     return LLMSynthesiser(LLMClient(settings), count=TokenCounter(encoding).count)
 
 
@@ -249,33 +258,9 @@ def _clip(text: str, limit: int) -> str:
 # Words whose presence never makes a sentence say something new (for near-duplicates).
 _FILLERS = frozenset({"a", "an", "the", "and", "also", "just", "very", "really", "actually",
                       "indeed", "quite"})
-# Two sentences that differ by one of these say opposite things: never duplicates.
-_NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "nobody", "neither", "nor",
-                        "without", "cannot"})
-# Capitalised only because they open a sentence: not names.
-NOT_NAMES = frozenset({
-    "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by",
-    "for", "with", "from", "as", "is", "are", "was", "were", "it", "its", "this", "that", "these",
-    "those", "he", "she", "they", "we", "i", "you", "my", "your", "his", "her", "our", "their",
-    "there", "here", "when", "while", "after", "before", "since", "during", "yesterday", "today",
-    "tomorrow", "however", "because", "also", "once", "now", "next", "last",
-})
-_WORD = re.compile(r"\w+(?:['’./:-]\w+)*")
-_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
-_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
-_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
-          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
-_DATE = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
-    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?:,?\s+\d{{4}})?"
-    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?|\b{_MONTH}\s+\d{{4}}\b"
-)
-_CAUSAL = re.compile(
-    r"\b(because of|because|due to|therefore|so that|so|led to|leads to|caused|causes"
-    r"|resulted in)\b", re.IGNORECASE,
-)
-_EFFECT_FIRST = {"because", "because of", "due to"}
 _NEAR_DUPLICATE = 0.8  # token-set Jaccard
+split_header = tx.split_header  # where it always was for callers
+NOT_NAMES = tx.NOT_NAMES
 
 
 @dataclass
@@ -288,24 +273,11 @@ class _Sentence:
     head: tuple[str, str] = ("", "")  # that fragment's (stamp, speaker), see split_header
 
 
-# "[1:56 pm on 8 May, 2023] Melanie: ..." / "Melanie: ..." / "[2024-03-01] ...": a leading
-# bracketed stamp and/or a speaker of one to three capitalised words before a colon.
-_HEADER = re.compile(
-    r"^\s*(?P<stamp>\[[^\]\n]{1,80}\])?\s*(?P<speaker>(?:[A-Z][\w'’.-]*\s?){1,3}:)?\s*")
-
-
-def split_header(content: str) -> tuple[str, str, str]:
-    """(stamp, speaker, body) of a fragment: "[...]" and "Name:" prefixes (either may be
-    empty), and the rest. A synthesis writes a stamp once for the turns that share it."""
-    m = _HEADER.match(content)
-    if m is None:
-        return "", "", content.strip()
-    return ((m.group("stamp") or "").strip(), (m.group("speaker") or "").strip(),
-            content[m.end():].strip())
-
-
 class OfflineSynthesiser:
-    """Extractive synthesis: every sentence of the cluster, oldest first, near-duplicates dropped.
+    """Synthesis without an LLM. Given a token target (a REM run always gives one), it merges
+    (:func:`remd.merge.merge`): each fact once, with every date, name and number it was given,
+    within the target, or :class:`NotDenser`. Without a target it is extractive: every sentence
+    of the cluster, oldest first, near-duplicates dropped.
 
     A sentence is dropped as a near-duplicate of a kept one only when their token sets have
     Jaccard >= 0.8 AND the dropped one has no word the kept one lacks (articles and fillers
@@ -319,12 +291,17 @@ class OfflineSynthesiser:
     model = "extractive-v1"
     prompt_version = "offline-1"
 
-    def __init__(self, density: float = 1.0) -> None:
+    def __init__(self, density: float = 1.0, *, count: Callable[[str], int] | None = None,
+                 embed: Embed | None = None) -> None:
         """``density`` < 1 makes the synthesis a budgeted extract (:mod:`remd.distil`) of at
-        most that share of the members' length; 1.0 keeps every sentence."""
+        most that share of the members' length instead of a merge. ``count``: tokens of a
+        text (default o200k); ``embed``: sentence vectors for telling restatements apart
+        (without it, fragments of several sentences are compared by their words)."""
         if not 0 < density <= 1:
             raise InvalidInput(f"offline synthesis density must be in (0, 1], not {density!r}")
         self.density = density
+        self._count = count
+        self._embed = embed
         if density < 1:
             self.model = f"extractive-dense-{density:g}"
             self.prompt_version = "offline-2"
@@ -333,23 +310,19 @@ class OfflineSynthesiser:
         self, fragments: Sequence[Fragment], causal_edges: Sequence[Edge] = (),
         target_tokens: int | None = None,
     ) -> SynthesisAnswer:
-        """Raises InvalidInput (empty cluster), LLMError (result over the synthesis cap).
-
-        ``target_tokens`` is not applied yet: this synthesiser keeps every sentence (or, with
-        ``offline_density`` < 1, a share of them) and cannot merge restatements of one fact;
-        holding it to the target would skip most clusters."""
+        """Raises InvalidInput (empty cluster), LLMError (result over the synthesis cap),
+        NotDenser (no merge within ``target_tokens`` keeps the cluster's facts)."""
         ordered = _chronological(fragments)
         if self.density < 1:
             return self._dense(ordered)
+        if target_tokens is not None:
+            return self._merged(ordered, target_tokens)
         kept: list[_Sentence] = []
-        every: list[str] = []
         for turn, frag in enumerate(ordered):
             date = iso_date(frag.created_at)
             stamp, speaker, body = split_header(frag.content)
-            every += [h for h in (stamp, speaker) if h]
-            for text in _sentences(body):
-                every.append(text)
-                norm = frozenset(w.lower() for w in _WORD.findall(text))
+            for text in tx.sentences(body):
+                norm = frozenset(w.lower() for w in tx.WORD.findall(text))
                 _keep(kept, _Sentence(text, date, norm, norm - _FILLERS, turn,
                                       (stamp, speaker)))
         first, last = iso_date(ordered[0].created_at), iso_date(ordered[-1].created_at)
@@ -374,41 +347,41 @@ class OfflineSynthesiser:
         if len(synthesis) > MAX_SYNTHESIS_CHARS:
             raise LLMError(f"offline synthesis of {len(fragments)} fragments has "
                            f"{len(synthesis)} characters, over {MAX_SYNTHESIS_CHARS}")
-        anchors = [first, last, *(m.group(0) for t in every for m in _DATE.finditer(t))]
-        return SynthesisAnswer(
-            synthesis=synthesis,
-            key_entities=_entities(every)[:MAX_LIST_ITEMS],
-            causal_chains=[c for s in kept if (c := _causal(s.text))][:MAX_LIST_ITEMS],
-            temporal_anchors=list(dict.fromkeys(anchors))[:MAX_LIST_ITEMS],
-            importance=None,  # the REM cycle derives it from the cluster members
-        )
+        return self._answer(synthesis, ordered)
+
+    def _merged(self, ordered: Sequence[Fragment], target: int) -> SynthesisAnswer:
+        count = self._count or TokenCounter().count
+        synthesis = merge([f.content for f in ordered], [f.created_at for f in ordered],
+                          target=target, count=count, vectors=[f.vector for f in ordered],
+                          embed=self._embed)
+        if len(synthesis) > MAX_SYNTHESIS_CHARS:
+            raise NotDenser(f"merged synthesis of {len(ordered)} fragments has "
+                            f"{len(synthesis)} characters, over {MAX_SYNTHESIS_CHARS}")
+        return self._answer(synthesis, ordered)
 
     def _dense(self, ordered: Sequence[Fragment]) -> SynthesisAnswer:
-        from remd.distil import distil  # it uses this module's sentence and name rules
-
-        synthesis = distil(ordered, self.density)
+        synthesis = distil([f.content for f in ordered], [f.created_at for f in ordered],
+                           self.density)
         if len(synthesis) > MAX_SYNTHESIS_CHARS:
             raise LLMError(f"offline synthesis of {len(ordered)} fragments has "
                            f"{len(synthesis)} characters, over {MAX_SYNTHESIS_CHARS}")
-        every = [t for f in ordered for t in _sentences(f.content)]
-        first, last = iso_date(ordered[0].created_at), iso_date(ordered[-1].created_at)
-        anchors = [first, last, *(m.group(0) for t in every for m in _DATE.finditer(t))]
-        # The lists keep every name, cause and date of the members (they tag the synthesis
-        # and are checked for coverage), whatever the text had room for.
+        return self._answer(synthesis, ordered)
+
+    @staticmethod
+    def _answer(synthesis: str, ordered: Sequence[Fragment]) -> SynthesisAnswer:
+        """The answer for a text: the lists keep every name, cause and date of the members
+        (they tag the synthesis and are checked for coverage), whatever the text kept."""
+        every = [t for f in ordered for t in tx.sentences(f.content)]
         return SynthesisAnswer(
             synthesis=synthesis,
             key_entities=_entities(every)[:MAX_LIST_ITEMS],
             causal_chains=[c for t in every if (c := _causal(t))][:MAX_LIST_ITEMS],
-            temporal_anchors=list(dict.fromkeys(anchors))[:MAX_LIST_ITEMS],
-            importance=None,
+            temporal_anchors=_temporal(ordered, every),
+            importance=None,  # the REM cycle derives it from the cluster members
         )
 
     def close(self) -> None:
         """Nothing to release; here so either synthesiser can be closed the same way."""
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
 
 
 def _keep(kept: list[_Sentence], new: _Sentence) -> None:
@@ -417,9 +390,7 @@ def _keep(kept: list[_Sentence], new: _Sentence) -> None:
         similar = old.text == new.text or (
             bool(union) and len(old.norm & new.norm) / len(union) >= _NEAR_DUPLICATE
         )
-        if not similar or any(
-            w in _NEGATIONS or w.endswith(("n't", "n’t")) for w in old.norm ^ new.norm
-        ):
+        if not similar or any(tx.is_negation(w) for w in old.norm ^ new.norm):
             continue
         new_covered, old_covered = new.content <= old.norm, old.content <= new.norm
         if new_covered and (not old_covered or len(old.text) >= len(new.text)):
@@ -432,38 +403,17 @@ def _keep(kept: list[_Sentence], new: _Sentence) -> None:
 
 
 def _entities(sentences: Sequence[str]) -> list[str]:
-    """Capitalised words and runs of them ("New York", "Acme Corp"), plus numbers, in order of
-    first appearance. A sentence's first word counts unless it is in NOT_NAMES."""
-    found: list[str] = []
-    for text in sentences:
-        run: list[str] = []
-        end = -1
-        for m in _NAME_WORD.finditer(text):
-            word = m.group(0)
-            capital = word[0].isupper() and word != "I"
-            capital = capital and not (m.start() == 0 and word.lower() in NOT_NAMES)
-            if capital and run and text[end:m.start()] == " ":
-                run.append(word)
-            else:
-                if run:
-                    found.append(" ".join(run))
-                run = [word] if capital else []
-            end = m.end()
-        if run:
-            found.append(" ".join(run))
-        found.extend(_NUMBER.findall(text))
-    return list(dict.fromkeys(found))
+    """Names and numbers, in order of first appearance."""
+    return list(dict.fromkeys(x for t in sentences for x in (*tx.names(t), *tx.numbers(t))))
 
 
 def _causal(sentence: str) -> str | None:
     """"cause → effect" for a sentence with a causal connective, else None."""
-    m = _CAUSAL.search(sentence)
-    if m is None:
-        return None
-    left, right = sentence[: m.start()], sentence[m.end():]
-    if m.group(1).lower() in _EFFECT_FIRST:
-        if not left.strip():  # "Because X, Y."
-            right, _, left = right.partition(",")
-        left, right = right, left
-    cause, effect = left.strip(" ,;:.!?"), right.strip(" ,;:.!?")
-    return f"{cause} → {effect}" if cause and effect else None
+    pair = tx.causal(sentence)
+    return f"{pair[0]} → {pair[1]}" if pair else None
+
+
+def _temporal(ordered: Sequence[Fragment], sentences: Sequence[str]) -> list[str]:
+    first, last = iso_date(ordered[0].created_at), iso_date(ordered[-1].created_at)
+    written = [d.surface for t in sentences for d in tx.find_dates(t)]
+    return list(dict.fromkeys([first, last, *written]))[:MAX_LIST_ITEMS]

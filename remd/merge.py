@@ -1,0 +1,401 @@
+"""Merging synthesis: a cluster's statements, each fact once with every value it was given.
+
+The offline synthesiser's core. A cluster of old fragments is mostly the same few facts said
+again and again: "the payments service had timeouts again on 2025-03-14", "saw timeouts in the
+payments service on 2025-05-02". Writing every sentence back makes memory bigger; dropping
+sentences loses the dates. :func:`merge` instead
+
+1. splits the fragments into statements (sentences, with their speaker and save day) and reads
+   each one's *anchors*: names, numbers, dates and causes (:mod:`remd.text`);
+2. groups restatements: two statements are one fact when they name the same things (names and
+   numbers; dates may differ) and say it alike (sentence vectors from the packaged embedder, or
+   shared words without one); a statement of different things joins only as a near-copy;
+3. writes each group once: its most typical statement, the differing dates merged into its
+   date ("had timeouts on 12 Jan, 3 Feb and 14 Mar 2025"), and what the other statements add
+   (a name, a number, a cause, the words that differ) after it, each with its date;
+4. fits the result to the token target, in steps that lose less first: the span of save days
+   and the differing words of true paraphrases go, then statements with no anchor of their own
+   (chatter that names nothing), least informative first.
+
+The first text within the target that still holds 95% of the cluster's anchors is the answer;
+when none does, :class:`remd.errors.NotDenser` is raised and the cluster is left as it was.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from remd import text as tx
+from remd.errors import NotDenser
+
+Vectors = npt.NDArray[np.float32]
+Embed = Callable[[list[str]], Vectors | None]  # None: no embedder after all
+Count = Callable[[str], int]
+
+MIN_COVERAGE = 0.95  # share of the members' anchors a synthesis keeps
+# How alike two statements must say something to be one fact (cosine of sentence vectors),
+# by how much they share: the same two or more names/numbers, the same one, one's a subset of
+# the other's, or nothing in common to go by.
+_SAME_MANY, _SAME_ONE, _SAME_NONE, _NEAR_COPY = 0.45, 0.6, 0.6, 0.88
+_SHARED_WORDS = 0.5  # ...or share this share of their words (Jaccard), dates and numbers aside
+_PARAPHRASE = 0.8  # a member this alike its group's statement adds only its anchors
+_PREPOSITIONS = tx.word_set("on in at since by from until before after during of")
+
+
+@dataclass
+class Statement:
+    fragment: int
+    order: int
+    day: date  # the fragment's save day (UTC)
+    text: str
+    speaker: str
+    stamp: str
+    spans: list[tx.DateSpan]
+    ids: frozenset[str]  # names and numbers, casefolded: what the statement is about
+    days: list[date]  # full days it writes
+    cause: str | None
+    content: frozenset[str]
+    negated: bool
+    vector: Vectors | None = None
+
+
+@dataclass
+class Group:
+    members: list[Statement] = field(default_factory=list)
+    rep: Statement | None = None
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """What a cluster's text must keep: names, numbers, dates (by key) and causes."""
+
+    names: frozenset[str]
+    numbers: frozenset[str]
+    dates: frozenset[str]
+    causes: tuple[frozenset[str], ...]
+
+    def total(self) -> int:
+        return len(self.names) + len(self.numbers) + len(self.dates) + len(self.causes)
+
+    def kept_by(self, text: str) -> float:
+        """Share of these anchors the text holds (a cause: all its content words)."""
+        if not self.total():
+            return 1.0
+        low = text.casefold()
+        nums = set(tx.NUMBER.findall(text))
+        keys = {d.key for d in tx.find_dates(text)}
+        words = set(tx.content_words(text))
+        found = sum(1 for n in self.names if n in low) + sum(1 for n in self.numbers if n in nums)
+        found += sum(1 for d in self.dates if d in keys or d in low)
+        found += sum(1 for c in self.causes if c <= words)
+        return found / self.total()
+
+
+def anchors_of(texts: Sequence[str]) -> Anchors:
+    names: set[str] = set()
+    numbers: set[str] = set()
+    dates: set[str] = set()
+    causes: list[frozenset[str]] = []
+    for text in texts:
+        names.update(n.casefold() for n in tx.names(text))
+        numbers.update(tx.numbers(text))
+        dates.update(d.key for d in tx.find_dates(text))
+        for sentence in tx.sentences(text):
+            pair = tx.causal(sentence)
+            if pair is not None and (words := frozenset(tx.content_words(pair[0]))):
+                causes.append(words)
+    return Anchors(frozenset(names), frozenset(numbers), frozenset(dates),
+                   tuple(dict.fromkeys(causes)))
+
+
+def statements(contents: Sequence[str], days: Sequence[date]) -> list[Statement]:
+    out: list[Statement] = []
+    for fi, (content, day) in enumerate(zip(contents, days, strict=True)):
+        stamp, speaker, body = tx.split_header(content)
+        for si, sentence in enumerate(tx.sentences(body)):
+            spans = tx.find_dates(sentence)
+            ids = {n.casefold() for n in tx.names(sentence, openers=False)}
+            ids |= set(tx.numbers(sentence))
+            pair = tx.causal(sentence)
+            out.append(Statement(
+                fragment=fi, order=si, day=day, text=sentence.rstrip(";").strip(),
+                speaker=speaker, stamp=stamp, spans=spans, ids=frozenset(ids),
+                days=[d for s in spans if (d := s.day_date) is not None],
+                cause=pair[0] if pair else None,
+                content=frozenset(w for w in tx.content_words(sentence)
+                                  if not any(c.isdigit() for c in w)),
+                negated=any(tx.is_negation(w) for w in tx.words(sentence))))
+    return out
+
+
+def similarity(a: Statement, b: Statement) -> float:
+    if a.vector is not None and b.vector is not None:
+        return float(np.dot(a.vector, b.vector))
+    union = a.content | b.content
+    return len(a.content & b.content) / len(union) if union else 0.0
+
+
+def _joins(s: Statement, lead: Statement, sim: float) -> bool:
+    """Is ``s`` a restatement of ``lead``? Never across speakers or a negation. Statements
+    that name the same things (or one names a subset of the other's, or neither names
+    anything) are one fact when they are alike in meaning or share half their words; others
+    only as near-copies."""
+    if s.negated != lead.negated or s.speaker != lead.speaker:
+        return False
+    if s.ids <= lead.ids or lead.ids <= s.ids:
+        floor = _SAME_MANY if len(s.ids & lead.ids) >= 2 else _SAME_ONE if s.ids else _SAME_NONE
+        union = s.content | lead.content
+        shared = len(s.content & lead.content) / len(union) if union else 0.0
+        return sim >= floor or shared >= _SHARED_WORDS
+    return sim >= _NEAR_COPY
+
+
+def group(stmts: Sequence[Statement]) -> list[Group]:
+    """Restatements together (each joins the most alike group whose first statement it
+    matches; a leader is never compared through a chain of others)."""
+    groups: list[Group] = []
+    for s in stmts:
+        best, best_sim = None, -1.0
+        for g in groups:
+            sim = similarity(s, g.members[0])
+            if sim > best_sim and _joins(s, g.members[0], sim):
+                best, best_sim = g, sim
+        if best is None:
+            groups.append(Group([s]))
+        else:
+            best.members.append(s)
+    for g in groups:
+        g.rep = _typical(g.members)
+    return groups
+
+
+def _typical(members: list[Statement]) -> Statement:
+    """The statement most like the others; then the one naming most of what the group names;
+    then the shortest."""
+    ids = set().union(*(m.ids for m in members))
+
+    def score(m: Statement) -> tuple[float, int, int]:
+        central = sum(similarity(m, o) for o in members if o is not m) / max(1, len(members) - 1)
+        return round(central, 2), len(m.ids & ids), -len(m.text)
+
+    return max(members, key=score)
+
+
+@dataclass
+class _Plan:
+    keep_span: bool = True
+    paraphrase_words: bool = True  # what a paraphrase says in other words is written too
+    dropped: set[int] = field(default_factory=set)  # groups left out
+
+
+def _residual(m: Statement, rep: Statement, seen: set[str], words: bool) -> list[str]:
+    """What ``m`` says that its group's statement does not, in its own order: its new names and
+    numbers, its dates (a day as ``"\x00<iso>"``), a cause's words and (``words``) its other
+    new words. What it returns is added to ``seen``."""
+    out: list[str] = []
+    cause = set(tx.content_words(m.cause)) if m.cause else set()
+    tokens = list(tx.WORD.finditer(m.text))
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        span = next((s for s in m.spans if s.start <= tok.start() < s.end), None)
+        if span is not None:
+            day = span.day_date
+            key = day.isoformat() if day is not None else span.key
+            if key not in seen:
+                seen.add(key)
+                out.append(f"\x00{key}" if day is not None else span.surface)
+            while i < len(tokens) and tokens[i].start() < span.end:
+                i += 1
+            continue
+        word = tok.group(0)
+        low = word.casefold()
+        new_id = any(low in name.split() and name not in rep.ids for name in m.ids)
+        new_word = low not in tx.STOP_WORDS and low not in rep.content and (words or low in cause)
+        if (new_id or new_word) and low not in seen:
+            out.append(word)
+            seen.add(low)
+        i += 1
+    return out
+
+
+def _id_words(m: Statement) -> set[str]:
+    return {w for name in m.ids for w in name.split()}
+
+
+def _days_in_place(parts: list[str]) -> str:
+    """Join residual words, writing each run of days as one short list."""
+    text: list[str] = []
+    run: list[date] = []
+    for p in [*parts, ""]:
+        if p.startswith("\x00"):
+            run.append(date.fromisoformat(p[1:]))
+            continue
+        if run:
+            text.append(tx.format_days(run))
+            run = []
+        if p:
+            text.append(p)
+    return " ".join(text)
+
+
+def _write_group(g: Group, plan: _Plan) -> str:
+    rep = g.rep
+    assert rep is not None
+    others = [m for m in g.members if m is not rep]
+    seen: set[str] = set(rep.ids) | {s.key for s in rep.spans} | set(rep.content)
+    plain_days: list[date] = []
+    extras: list[str] = []
+    for m in sorted(others, key=lambda m: (m.day, m.fragment, m.order)):
+        paraphrase = similarity(m, rep) >= _PARAPHRASE
+        parts = _residual(m, rep, seen, plan.paraphrase_words or not paraphrase)
+        days = [date.fromisoformat(p[1:]) for p in parts if p.startswith("\x00")]
+        rest = [p for p in parts if not p.startswith("\x00")]
+        # The same fact again (or only its names again): its days join the statement's.
+        if paraphrase or all(p.casefold() in _id_words(m) for p in rest):
+            plain_days.extend(days)
+            if rest:
+                extras.append(" ".join(rest))
+        else:  # something else on its day: the two stay together
+            extras.append(_days_in_place(parts))
+    body = rep.text.rstrip(".!?;, ")
+    if plain_days and len(rep.days) == 1 and len(rep.spans) == 1:
+        span = rep.spans[0]
+        body = (body[:span.start] + tx.format_days([*rep.days, *plain_days])
+                + body[span.end:]).rstrip(".!?;, ")
+    elif plain_days:
+        extras.insert(0, tx.format_days(plain_days))
+    if extras:
+        body += "; also " + "; ".join(extras)
+    return body + "."
+
+
+def render(groups: Sequence[Group], plan: _Plan, first: date, last: date) -> str:
+    parts: list[str] = []
+    if plan.keep_span:
+        parts.append(f"{tx.format_span(first, last)}:")
+    stamped = ""
+    speaker_now = ""
+    turn_now = -1
+    for gi, g in enumerate(groups):
+        if gi in plan.dropped:
+            continue
+        rep = g.rep
+        assert rep is not None
+        if rep.fragment != turn_now:
+            if rep.stamp and rep.stamp != stamped:
+                parts.append(rep.stamp)
+                stamped = rep.stamp
+                speaker_now = ""
+            if rep.speaker and rep.speaker != speaker_now:
+                parts.append(rep.speaker)
+                speaker_now = rep.speaker
+            turn_now = rep.fragment
+        parts.append(_write_group(g, plan))
+    return " ".join(parts)
+
+
+def merge(contents: Sequence[str], created_at: Sequence[float], *, target: int, count: Count,
+          vectors: Sequence[Vectors | None] = (), embed: Embed | None = None) -> str:
+    """The merged synthesis of fragments (oldest first) in at most ``target`` tokens keeping
+    :data:`MIN_COVERAGE` of their anchors. ``vectors``: each fragment's own unit vector, used
+    for a fragment of one sentence; ``embed`` embeds the sentences of longer ones (without
+    it, similarity is shared words). Raises NotDenser."""
+    days = [datetime.fromtimestamp(t, UTC).date() for t in created_at]
+    stmts = statements(contents, days)
+    if not stmts:
+        raise NotDenser("the fragments hold no sentence")
+    _attach_vectors(stmts, contents, vectors, embed)
+    wanted = anchors_of(contents)
+    groups = group(stmts)
+    groups.sort(key=lambda g: (g.rep.fragment, g.rep.order) if g.rep else (0, 0))
+    plan = _Plan()
+    text = render(groups, plan, days[0], days[-1])
+    densest = count(text)
+    if densest <= target and wanted.kept_by(text) >= MIN_COVERAGE:
+        return text
+    for change in (_no_span, _anchors_only, *_drops(groups)):
+        undo = change(plan)
+        text = render(groups, plan, days[0], days[-1])
+        if wanted.kept_by(text) < MIN_COVERAGE or not _covered(groups, plan, text):
+            undo()
+            continue
+        densest = min(densest, count(text))
+        if densest <= target:
+            return text
+    raise NotDenser(f"{len(contents)} fragments can't be merged into {target} tokens keeping "
+                    f"{MIN_COVERAGE:.0%} of their names, numbers and dates "
+                    f"(densest: {densest} tokens)")
+
+
+Undo = Callable[[], None]
+
+
+def _no_span(plan: _Plan) -> Undo:
+    """The save days' span goes (each statement keeps the dates it writes)."""
+    plan.keep_span = False
+    return lambda: setattr(plan, "keep_span", True)
+
+
+def _anchors_only(plan: _Plan) -> Undo:
+    """A paraphrase's other words go; it adds its names, numbers, dates and causes only."""
+    plan.paraphrase_words = False
+    return lambda: setattr(plan, "paraphrase_words", True)
+
+
+def _drops(groups: Sequence[Group]) -> list[Callable[[_Plan], Undo]]:
+    """Leaving out a statement whose anchors the rest of the text holds (or that has none):
+    those without anchors first, each kind least content per token first."""
+    def key(gi: int) -> tuple[bool, float]:
+        rep = groups[gi].rep
+        assert rep is not None
+        return bool(_anchor_keys(groups[gi])), len(rep.content) / max(1, len(rep.text))
+
+    def dropper(gi: int) -> Callable[[_Plan], Undo]:
+        def drop(plan: _Plan) -> Undo:
+            plan.dropped.add(gi)
+            return lambda: plan.dropped.discard(gi)
+        return drop
+
+    return [dropper(gi) for gi in sorted(range(len(groups)), key=key)]
+
+
+def _anchor_keys(g: Group) -> set[str]:
+    keys: set[str] = set()
+    for m in g.members:
+        keys |= m.ids | {s.key for s in m.spans}
+        if m.cause:
+            keys |= set(tx.content_words(m.cause))
+    return keys
+
+
+def _covered(groups: Sequence[Group], plan: _Plan, text: str) -> bool:
+    """Does the text still hold every anchor of every statement left out?"""
+    low = text.casefold()
+    dates = {d.key for d in tx.find_dates(text)}
+    return all(k in dates or k in low for gi in plan.dropped for k in _anchor_keys(groups[gi]))
+
+
+def _attach_vectors(stmts: list[Statement], contents: Sequence[str],
+                    vectors: Sequence[Vectors | None], embed: Embed | None) -> None:
+    per_fragment: dict[int, int] = {}
+    for s in stmts:
+        per_fragment[s.fragment] = per_fragment.get(s.fragment, 0) + 1
+    need: list[Statement] = []
+    for s in stmts:
+        own = vectors[s.fragment] if s.fragment < len(vectors) else None
+        if per_fragment[s.fragment] == 1 and own is not None:
+            s.vector = np.asarray(own, np.float32)
+        else:
+            need.append(s)
+    got = embed([s.text for s in need]) if need and embed is not None else None
+    if got is not None:
+        for s, v in zip(need, got, strict=True):
+            norm = float(np.linalg.norm(v))
+            s.vector = (v / norm).astype(np.float32) if norm > 0 and math.isfinite(norm) else None
