@@ -13,7 +13,6 @@ or that summarised too hard, gets its cluster skipped instead).
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,6 +28,7 @@ from remd.cluster import Cluster, specific_cap
 from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.ids import new_id
 from remd.logs import get_logger
+from remd.merge import target_tokens as target_tokens  # the density target, used here
 from remd.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
 from remd.tagging import STOP_WORDS, extract_entities, is_verb_form, normalise_tag
 from remd.vectors import write_vectors
@@ -40,18 +40,6 @@ log = get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]], int]  # ..., target tokens
-TARGET_LARGEST = 1.5  # a synthesis may be 1.5x its largest member...
-TARGET_SHARE = 0.35  # ...or 35% of its members together, whichever is larger
-
-
-def target_tokens(member_tokens: Sequence[int]) -> int:
-    """The length a synthesis should keep to: the larger of 1.5x its largest member and 35% of
-    its members' total, and always shorter than the members together."""
-    if not member_tokens:
-        return 0
-    target = max(math.ceil(TARGET_LARGEST * max(member_tokens)),
-                 math.ceil(TARGET_SHARE * sum(member_tokens)))
-    return min(target, sum(member_tokens) - 1)  # never as long as the members together
 Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser
 
 
@@ -143,8 +131,14 @@ class ClusterWriter:
         if isinstance(answer, LLMError | InvalidInput | NotDenser):
             reason = f"{type(answer).__name__}: {answer}"
         else:
+            if answer.replaces:  # a split: the synthesis stands for some members only
+                ids = set(answer.replaces)
+                members = [k for k in members if self.m.ids[k] in ids]
+                frags = [f for f in frags if f.id in ids]
+                if len(members) < 2 or len(members) != len(ids):
+                    reason = "the synthesis names members that are not the cluster's"
             cov = coverage(answer, frags)
-            if cov < self.engine.config.rem.min_coverage:
+            if reason is None and cov < self.engine.config.rem.min_coverage:
                 reason = (f"synthesis keeps {cov:.0%} of the members' names and numbers "
                           f"(< {self.engine.config.rem.min_coverage:.0%})")
         with self.engine.store.transaction() as conn:

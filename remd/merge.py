@@ -42,7 +42,7 @@ MIN_COVERAGE = 0.95  # share of the members' anchors a synthesis keeps
 # How alike two statements must say something to be one fact (cosine of sentence vectors),
 # by how much they share: the same two or more names/numbers, the same one, one's a subset of
 # the other's, or nothing in common to go by.
-_SAME_MANY, _SAME_ONE, _SAME_NONE, _NEAR_COPY = 0.45, 0.6, 0.6, 0.88
+_SAME_MANY, _SAME_ONE, _SAME_NONE, _NEAR_COPY = 0.5, 0.6, 0.6, 0.88
 _SHARED_WORDS = 0.5  # ...or share this share of their words (Jaccard), dates and numbers aside
 _PARAPHRASE = 0.8  # a member this alike its group's statement adds only its anchors
 _PREPOSITIONS = tx.word_set("on in at since by from until before after during of")
@@ -103,15 +103,20 @@ def anchors_of(texts: Sequence[str]) -> Anchors:
     dates: set[str] = set()
     causes: list[frozenset[str]] = []
     for text in texts:
-        names.update(n.casefold() for n in tx.names(text))
+        names.update(n.casefold() for n in tx.names(text, openers=False))
         numbers.update(tx.numbers(text))
         dates.update(d.key for d in tx.find_dates(text))
         for sentence in tx.sentences(text):
             pair = tx.causal(sentence)
-            if pair is not None and (words := frozenset(tx.content_words(pair[0]))):
+            if pair is not None and (words := _cause_words(pair[0])):
                 causes.append(words)
     return Anchors(frozenset(names), frozenset(numbers), frozenset(dates),
                    tuple(dict.fromkeys(causes)))
+
+
+def _cause_words(cause: str) -> frozenset[str]:
+    """The words of a cause that must stay (its dates and numbers are anchors already)."""
+    return frozenset(w for w in tx.content_words(cause) if not any(c.isdigit() for c in w))
 
 
 def statements(contents: Sequence[str], days: Sequence[date]) -> list[Statement]:
@@ -149,7 +154,8 @@ def _joins(s: Statement, lead: Statement, sim: float) -> bool:
     if s.negated != lead.negated or s.speaker != lead.speaker:
         return False
     if s.ids <= lead.ids or lead.ids <= s.ids:
-        floor = _SAME_MANY if len(s.ids & lead.ids) >= 2 else _SAME_ONE if s.ids else _SAME_NONE
+        same_many = s.ids == lead.ids and len(s.ids) >= 2
+        floor = _SAME_MANY if same_many else _SAME_ONE if s.ids or lead.ids else _SAME_NONE
         union = s.content | lead.content
         shared = len(s.content & lead.content) / len(union) if union else 0.0
         return sim >= floor or shared >= _SHARED_WORDS
@@ -199,7 +205,7 @@ def _residual(m: Statement, rep: Statement, seen: set[str], words: bool) -> list
     numbers, its dates (a day as ``"\x00<iso>"``), a cause's words and (``words``) its other
     new words. What it returns is added to ``seen``."""
     out: list[str] = []
-    cause = set(tx.content_words(m.cause)) if m.cause else set()
+    cause = _cause_words(m.cause) if m.cause else frozenset()
     tokens = list(tx.WORD.finditer(m.text))
     i = 0
     while i < len(tokens):
@@ -301,37 +307,101 @@ def render(groups: Sequence[Group], plan: _Plan, first: date, last: date) -> str
     return " ".join(parts)
 
 
-def merge(contents: Sequence[str], created_at: Sequence[float], *, target: int, count: Count,
-          vectors: Sequence[Vectors | None] = (), embed: Embed | None = None) -> str:
-    """The merged synthesis of fragments (oldest first) in at most ``target`` tokens keeping
-    :data:`MIN_COVERAGE` of their anchors. ``vectors``: each fragment's own unit vector, used
-    for a fragment of one sentence; ``embed`` embeds the sentences of longer ones (without
-    it, similarity is shared words). Raises NotDenser."""
+TARGET_LARGEST = 1.5  # a synthesis may be 1.5x its largest member...
+TARGET_SHARE = 0.35  # ...or 35% of its members together, whichever is larger
+
+
+def target_tokens(member_tokens: Sequence[int]) -> int:
+    """The length a synthesis must keep to: the larger of 1.5x its largest member and 35% of
+    its members' total, and always shorter than the members together."""
+    if not member_tokens:
+        return 0
+    target = max(math.ceil(TARGET_LARGEST * max(member_tokens)),
+                 math.ceil(TARGET_SHARE * sum(member_tokens)))
+    return min(target, sum(member_tokens) - 1)
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A merge: its text and which fragments (positions in the input) it replaces."""
+
+    text: str
+    fragments: tuple[int, ...]
+
+
+def merge(contents: Sequence[str], created_at: Sequence[float], *, count: Count,
+          vectors: Sequence[Vectors | None] = (), embed: Embed | None = None) -> Merged:
+    """The merged synthesis of fragments (oldest first) within :func:`target_tokens` of the
+    fragments it replaces, keeping :data:`MIN_COVERAGE` of their anchors.
+
+    All of them when that fits. Otherwise the cluster is split: the fragment saying least that
+    another one also says (a fact stated once cannot be merged away) is left out, again and
+    again, while two or more remain; what is left out stays as it was. ``vectors``: each
+    fragment's own unit vector, used for a fragment of one sentence; ``embed`` embeds the
+    sentences of longer ones (without either, similarity is shared words). Raises NotDenser.
+    """
     days = [datetime.fromtimestamp(t, UTC).date() for t in created_at]
     stmts = statements(contents, days)
     if not stmts:
         raise NotDenser("the fragments hold no sentence")
     _attach_vectors(stmts, contents, vectors, embed)
-    wanted = anchors_of(contents)
-    groups = group(stmts)
+    sizes = [count(c) for c in contents]
+    everything = group(stmts)
+    keep = sorted({s.fragment for s in stmts})
+    densest = 0
+    while len(keep) >= 2:
+        target = target_tokens([sizes[f] for f in keep])
+        text, size = _fit(everything, keep, contents, days, target, count)
+        densest = size if len(keep) == len({s.fragment for s in stmts}) else densest
+        if text is not None:
+            return Merged(text, tuple(keep))
+        keep.remove(_least_restated(everything, keep, sizes))
+    whole = target_tokens(sizes)
+    raise NotDenser(f"{len(contents)} fragments can't be merged into {whole} tokens keeping "
+                    f"{MIN_COVERAGE:.0%} of their names, numbers and dates (densest: "
+                    f"{densest} tokens), nor can two or more of them")
+
+
+def _least_restated(groups: Sequence[Group], keep: Sequence[int], sizes: Sequence[int]) -> int:
+    """The kept fragment whose statements others restate least (then the longest)."""
+    kept = set(keep)
+    restated: dict[int, int] = {f: 1 << 30 for f in keep}
+    for g in groups:
+        inside = [m for m in g.members if m.fragment in kept]
+        frags = {m.fragment for m in inside}
+        for f in frags:
+            restated[f] = min(restated[f], len(frags))
+    return min(keep, key=lambda f: (restated[f], -sizes[f], f))
+
+
+def _fit(everything: Sequence[Group], keep: Sequence[int], contents: Sequence[str],
+         days: Sequence[date], target: int, count: Count) -> tuple[str | None, int]:
+    """The least lossy rendering of the kept fragments within ``target`` (or None), and the
+    size of the densest one tried."""
+    kept = set(keep)
+    groups = []
+    for g in everything:
+        members = [m for m in g.members if m.fragment in kept]
+        if members:
+            groups.append(Group(members, _typical(members)))
     groups.sort(key=lambda g: (g.rep.fragment, g.rep.order) if g.rep else (0, 0))
+    wanted = anchors_of([contents[f] for f in keep])
+    first, last = days[keep[0]], days[keep[-1]]
     plan = _Plan()
-    text = render(groups, plan, days[0], days[-1])
+    text = render(groups, plan, first, last)
     densest = count(text)
     if densest <= target and wanted.kept_by(text) >= MIN_COVERAGE:
-        return text
+        return text, densest
     for change in (_no_span, _anchors_only, *_drops(groups)):
         undo = change(plan)
-        text = render(groups, plan, days[0], days[-1])
+        text = render(groups, plan, first, last)
         if wanted.kept_by(text) < MIN_COVERAGE or not _covered(groups, plan, text):
             undo()
             continue
         densest = min(densest, count(text))
         if densest <= target:
-            return text
-    raise NotDenser(f"{len(contents)} fragments can't be merged into {target} tokens keeping "
-                    f"{MIN_COVERAGE:.0%} of their names, numbers and dates "
-                    f"(densest: {densest} tokens)")
+            return text, densest
+    return None, densest
 
 
 Undo = Callable[[], None]
@@ -371,7 +441,7 @@ def _anchor_keys(g: Group) -> set[str]:
     for m in g.members:
         keys |= m.ids | {s.key for s in m.spans}
         if m.cause:
-            keys |= set(tx.content_words(m.cause))
+            keys |= _cause_words(m.cause)
     return keys
 
 

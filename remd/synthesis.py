@@ -53,6 +53,9 @@ class SynthesisAnswer(BaseModel):
     causal_chains: list[str] = []
     temporal_anchors: list[str] = []
     importance: float | None = None
+    # The ids of the fragments the synthesis replaces when it is not all of them (the offline
+    # merge splits a cluster that can't be merged whole). Never read from an LLM's answer.
+    replaces: tuple[str, ...] = ()
 
     @field_validator("synthesis")
     @classmethod
@@ -239,7 +242,8 @@ def _parse(answer: str) -> SynthesisAnswer:
     text = answer.strip()
     # Some local servers wrap JSON mode answers in a Markdown fence anyway.
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
-    return SynthesisAnswer.model_validate_json(fenced.group(1) if fenced else text)
+    parsed = SynthesisAnswer.model_validate_json(fenced.group(1) if fenced else text)
+    return parsed.model_copy(update={"replaces": ()})  # an LLM folds the whole cluster
 
 
 def _brief(exc: ValidationError) -> str:
@@ -315,8 +319,8 @@ class OfflineSynthesiser:
         ordered = _chronological(fragments)
         if self.density < 1:
             return self._dense(ordered)
-        if target_tokens is not None:
-            return self._merged(ordered, target_tokens)
+        if target_tokens is not None:  # the merge works the target out itself (it may split)
+            return self._merged(ordered)
         kept: list[_Sentence] = []
         for turn, frag in enumerate(ordered):
             date = iso_date(frag.created_at)
@@ -349,15 +353,18 @@ class OfflineSynthesiser:
                            f"{len(synthesis)} characters, over {MAX_SYNTHESIS_CHARS}")
         return self._answer(synthesis, ordered)
 
-    def _merged(self, ordered: Sequence[Fragment], target: int) -> SynthesisAnswer:
+    def _merged(self, ordered: Sequence[Fragment]) -> SynthesisAnswer:
         count = self._count or TokenCounter().count
-        synthesis = merge([f.content for f in ordered], [f.created_at for f in ordered],
-                          target=target, count=count, vectors=[f.vector for f in ordered],
-                          embed=self._embed)
-        if len(synthesis) > MAX_SYNTHESIS_CHARS:
+        merged = merge([f.content for f in ordered], [f.created_at for f in ordered],
+                       count=count, vectors=[f.vector for f in ordered], embed=self._embed)
+        if len(merged.text) > MAX_SYNTHESIS_CHARS:
             raise NotDenser(f"merged synthesis of {len(ordered)} fragments has "
-                            f"{len(synthesis)} characters, over {MAX_SYNTHESIS_CHARS}")
-        return self._answer(synthesis, ordered)
+                            f"{len(merged.text)} characters, over {MAX_SYNTHESIS_CHARS}")
+        folded = [ordered[i] for i in merged.fragments]
+        answer = self._answer(merged.text, folded)
+        if len(folded) == len(ordered):
+            return answer
+        return answer.model_copy(update={"replaces": tuple(f.id for f in folded)})
 
     def _dense(self, ordered: Sequence[Fragment]) -> SynthesisAnswer:
         synthesis = distil([f.content for f in ordered], [f.created_at for f in ordered],

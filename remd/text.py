@@ -126,9 +126,9 @@ NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 
 def names(text: str, openers: bool = True) -> list[str]:
     """Capitalised words and runs of them ("New York", "Acme Corp"), in order of first
-    appearance. A sentence's first word counts unless it is in :data:`NOT_NAMES` (or, without
-    ``openers``, unless it starts a run: "Timeouts hit us" names no one, "New York is" does);
-    "I" and month names inside a date are not names."""
+    appearance. A sentence's first word counts unless it is in :data:`NOT_NAMES`; without
+    ``openers``, a lone first word also not when it is a stop word or looks like a verb ("Saw
+    it", "Paged at night", "Investigated"). "I" and month names inside a date are not names."""
     found: list[str] = []
     for sentence in sentences(text):
         taken = [(d.start, d.end) for d in find_dates(sentence)]
@@ -142,13 +142,26 @@ def names(text: str, openers: bool = True) -> list[str]:
             if capital and run and sentence[end:m.start()] == " ":
                 run.append(word)
             else:
-                if run and (openers or len(run) > 1 or not sentence.startswith(run[0])):
+                if run and (openers or _sure(run, sentence)):
                     found.append(" ".join(run))
                 run = [word] if capital else []
             end = m.end()
-        if run and (openers or len(run) > 1 or not sentence.startswith(run[0])):
+        if run and (openers or _sure(run, sentence)):
             found.append(" ".join(run))
     return list(dict.fromkeys(found))
+
+
+def _sure(run: list[str], sentence: str) -> bool:
+    if len(run) > 1 or not sentence.startswith(run[0]):
+        return True
+    return run[0].lower() not in STOP_WORDS and not looks_like_verb(run[0])
+
+
+def looks_like_verb(word: str) -> bool:
+    """A past tense, participle or gerund by its ending ("investigated", "hitting")."""
+    w = word.lower()
+    return (len(w) >= 5 and w.endswith("ed") and not w.endswith("eed")) or (
+        len(w) >= 6 and w.endswith("ing"))
 
 
 def numbers(text: str) -> list[str]:
@@ -182,7 +195,12 @@ _BARE_MONTH = re.compile(
     rf"next|early|late|mid|from|between|every)[\s-]+(?P<m>{'|'.join(MONTHS)})\b", re.I)
 _YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")
 # "12 Jan, 3 Feb and 14 Mar 2025": days of a list that take the year written after the last.
-_LIST_SEP = re.compile(r"\s*(?:,|and|&|,\s*and)\s*$")
+_LIST_SEP = re.compile(r"\s*(?:,|;|and|&|,\s*and)\s*$")
+# "6, 16 and 26 Jun": several days of one month.
+_DAY_GROUP = re.compile(
+    rf"\b(?P<days>\d{{1,2}}(?:(?:,\s*|\s+and\s+)\d{{1,2}})+)\s+(?P<m>{_MON})\.?"
+    rf"(?:,?\s+(?P<y>\d{{4}})\b)?", re.IGNORECASE)
+_DAY_NUMBER = re.compile(r"\d{1,2}")
 
 
 @dataclass(frozen=True)
@@ -230,7 +248,18 @@ def find_dates(text: str, bare_months: bool = False) -> list[DateSpan]:
     ``bare_months``, also a month after a time word ("in June"). A day written without a year
     in a list that ends in one ("12 Jan, 3 Feb and 14 Mar 2025") takes that year."""
     out: list[DateSpan] = []
+    grouped: list[tuple[int, int]] = []
+    for m in _DAY_GROUP.finditer(text):
+        month, year = _month(m.group("m")), _int(m.group("y"))
+        found = list(_DAY_NUMBER.finditer(m.group("days")))
+        for k, d in enumerate(found):
+            at = m.start("days") + d.start()
+            end = m.end() if k + 1 == len(found) else at + len(d.group(0))  # "26 Jun 2024"
+            out.append(DateSpan(at, end, text[at:end], year, month, int(d.group(0))))
+        grouped.append((m.start(), m.end()))
     for m in _DATE.finditer(text):
+        if any(a <= m.start() < b for a, b in grouped):
+            continue
         g = m.groupdict()
         if g["iso"]:
             out.append(DateSpan(m.start(), m.end(), m.group(0), int(g["iy"]), int(g["im"]),
@@ -248,10 +277,11 @@ def find_dates(text: str, bare_months: bool = False) -> list[DateSpan]:
                                 None))
     if bare_months:
         for m in _BARE_MONTH.finditer(text):
-            if not any(d.start <= m.start("m") < d.end for d in out):
+            if not any(d.start <= m.start("m") < d.end for d in out) and not any(
+                    a <= m.start("m") < b for a, b in grouped):
                 out.append(DateSpan(m.start("m"), m.end("m"), m.group("m"), None,
                                     _month(m.group("m")), None))
-        out.sort(key=lambda d: d.start)
+    out.sort(key=lambda d: d.start)
     # Years carried back along a list: "12 Jan, 3 Feb and 14 Mar 2025".
     for i in range(len(out) - 2, -1, -1):
         cur, nxt = out[i], out[i + 1]
@@ -274,18 +304,30 @@ _MON_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct
 
 
 def format_days(days: Iterable[date]) -> str:
-    """Days as one short list, oldest first, each year written once after its last day:
-    "12 Jan, 3 Feb and 14 Mar 2025", "30 Dec 2024 and 2 Jan 2025"."""
+    """Days as one short list, oldest first, each month and year written once after its last
+    day: "12 Jan, 3 Feb and 14 Mar 2025", "6 and 26 Mar; 6, 16 and 26 Jun 2024",
+    "30 Dec 2024 and 2 Jan 2025" (:func:`find_dates` reads every day of it back)."""
     ordered = sorted(set(days))
+    months: list[list[date]] = []
+    for d in ordered:
+        if months and (months[-1][0].year, months[-1][0].month) == (d.year, d.month):
+            months[-1].append(d)
+        else:
+            months.append([d])
     parts: list[str] = []
-    for i, d in enumerate(ordered):
-        text = f"{d.day} {_MON_ABBR[d.month - 1]}"
-        if i + 1 == len(ordered) or ordered[i + 1].year != d.year:
-            text += f" {d.year}"
+    for i, group in enumerate(months):
+        numbers = [str(d.day) for d in group]
+        text = numbers[0] if len(numbers) == 1 else (
+            ", ".join(numbers[:-1]) + " and " + numbers[-1])
+        text += f" {_MON_ABBR[group[0].month - 1]}"
+        if i + 1 == len(months) or months[i + 1][0].year != group[0].year:
+            text += f" {group[0].year}"
         parts.append(text)
     if len(parts) <= 1:
         return "".join(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
+    sep = "; " if any(len(g) > 1 for g in months) else ", "
+    last = "; " if sep == "; " else " and "
+    return sep.join(parts[:-1]) + last + parts[-1]
 
 
 def format_span(first: date, last: date) -> str:

@@ -49,17 +49,19 @@ PEOPLE = ["Priya Sharma", "Lars Olsen", "Mei Chen", "Tomas Novak", "Aisha Bello"
           "Hana Sato", "Omar Haddad", "Sofia Rossi", "Ivan Petrov", "Noor Khan", "Kofi Mensah"]
 CITIES = ["Lisbon", "Oslo", "Nairobi", "Osaka", "Lima", "Krakow", "Austin", "Hanoi", "Porto"]
 TECH = ["Postgres", "Kafka", "Redis", "Rust", "Kotlin", "Terraform", "Spark", "Elixir"]
+# Old fragments as they pile up (the density issue's case): one incident restated again and
+# again, each time with its new date, in other words, and the service's stack said twice.
 TEMPLATES = [
-    "Project {p} kicked off in {c} with {who} as the lead.",
-    "{who} is leading {p} from the {c} office.",
-    "The {p} team chose {t} for the ingestion pipeline.",
-    "We picked {t} for {p} because the old stack could not scale.",
-    "Budget for {p} approved: {n} thousand euros.",
-    "{p} launch moved to 2024-0{m}-1{d} after the security review.",
-    "Outage: {p}'s {t} cluster went down in {c}.",
-    "Postmortem for {p} written by {who}: root cause was a full disk.",
-    "Note to self: the {p} wiki password hint is amber-{n}.",
-    "{p} standup notes: {who} will pair with the {t} team.",
+    "{p} had timeouts on 2024-0{m}-0{d}.",
+    "Saw timeouts on {p} again on 2024-0{m}-1{d}; it runs on {t}.",
+    "The {p} service timed out again on 2024-0{m}-2{d}.",
+    "{p} had timeouts again on 2024-0{n2}-0{d}.",
+    "Timeouts on {p} once more on 2024-0{n2}-1{d}.",
+    "Paged because {p} had timeouts on 2024-0{n2}-2{d}.",
+    "{p} hit timeouts again on 2024-0{n3}-0{d}.",
+    "{p} timed out on 2024-0{n3}-1{d}, {who} was on call.",
+    "{p} uses {t}.",
+    "{p} is built on {t}.",
 ]
 
 
@@ -69,7 +71,8 @@ def fragments(n_topics: int = 30) -> list[list[str]]:
     for i in range(n_topics):
         values = {"p": PROJECTS[i], "who": PEOPLE[(i * 5) % len(PEOPLE)],
                   "c": CITIES[(i * 7) % len(CITIES)], "t": TECH[(i * 3) % len(TECH)],
-                  "n": 100 + 37 * i, "m": 1 + i % 9, "d": i % 10}
+                  "n": 100 + 37 * i, "m": 1 + i % 3, "n2": 4 + i % 3, "n3": 7 + i % 3,
+                  "d": 1 + i % 8}
         out.append([t.format(**values) for t in TEMPLATES])
     return out
 
