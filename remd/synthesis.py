@@ -411,7 +411,8 @@ def _keep(kept: list[_Sentence], new: _Sentence) -> None:
 
 def _entities(sentences: Sequence[str]) -> list[str]:
     """Names and numbers, in order of first appearance."""
-    return list(dict.fromkeys(x for t in sentences for x in (*tx.names(t), *tx.numbers(t))))
+    return list(dict.fromkeys(
+        x for t in sentences for x in (*tx.names(t), *tx.NUMBER.findall(t))))
 
 
 def _causal(sentence: str) -> str | None:

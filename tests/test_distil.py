@@ -14,6 +14,10 @@ from remd.errors import InvalidInput
 from remd.synthesis import Fragment, OfflineSynthesiser, split_header
 
 
+def _texts(frags):
+    return [f.content for f in frags], [f.created_at for f in frags]
+
+
 def at(day: str) -> float:
     return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp()
 
@@ -32,7 +36,7 @@ CHAT = [
 
 
 def test_greetings_go_and_what_was_said_stays() -> None:
-    text = distil(CHAT, 0.8)
+    text = distil(*_texts(CHAT), 0.8)
     assert text.startswith("2023-05-08 to 2023-06-09: ")
     assert "LGBTQ support group yesterday" in text and "swimming with the kids" in text
     assert "adoption agency in Portland called back about the 2 kids" in text
@@ -47,9 +51,9 @@ def test_greetings_go_and_what_was_said_stays() -> None:
 
 
 def test_the_budget_takes_the_most_informative_first() -> None:
-    tight = distil(CHAT, 0.05)  # the floor: the few sentences that say the most
+    tight = distil(*_texts(CHAT), 0.05)  # the floor: the few sentences that say the most
     assert "Portland" in tight  # names and numbers weigh double
-    assert len(tight) < len(distil(CHAT, 0.9))
+    assert len(tight) < len(distil(*_texts(CHAT), 0.9))
 
 
 def test_headers_are_split_only_where_there_is_one() -> None:
@@ -66,7 +70,7 @@ def test_density_one_is_the_lossless_synthesiser_and_bad_densities_are_refused()
     dense = OfflineSynthesiser(0.4)
     assert dense.model == "extractive-dense-0.4" and dense.prompt_version == "offline-2"
     answer = dense.synthesise(CHAT)
-    assert answer.synthesis == distil(CHAT, 0.4)
+    assert answer.synthesis == distil(*_texts(CHAT), 0.4)
     # The lists still carry every name, number and date of the members.
     assert {"Caroline", "Melanie", "Portland", "2"} <= set(answer.key_entities)
     for bad in (0.0, -1.0, 1.5, float("nan")):
@@ -86,8 +90,8 @@ def test_distil_is_bounded_deterministic_and_never_empty(sentences: list[list[st
     fragments = [Fragment(id=f"f{i}", content=" ".join(w) + ".", importance=0.2,
                           created_at=at("2024-01-01") + i * 86400.0)
                  for i, w in enumerate(sentences)]
-    text = distil(fragments, density)
-    assert text == distil(fragments, density)
+    text = distil(*_texts(fragments), density)
+    assert text == distil(*_texts(fragments), density)
     body = text.partition(": ")[2]
     assert body.strip()
     budget = max(32, density * sum(tokens(f.content) for f in fragments))
