@@ -24,6 +24,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from remd import holds
 from remd.cluster import Cluster, specific_cap
 from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.ids import new_id
@@ -162,6 +163,11 @@ class ClusterWriter:
                 "reason) VALUES (?, ?, ?, ?, ?, ?)",
                 (self.run_id, no, status.value, synthesis_id,
                  json.dumps(before), reason))
+            if isinstance(answer, NotDenser) and reason and reason.startswith("NotDenser"):
+                # Nothing denser can be written from these as they are: later automatic runs
+                # leave them alone until they change or the hold ends (remd.holds).
+                holds.hold(conn, self.ns, self.run_id, [str(r[1]) for r in rows], self.now,
+                           self.engine.config.rem.hold_days)
             conn.execute(
                 "UPDATE rem_runs SET synthesised = synthesised + ?, skipped = skipped + ? "
                 "WHERE run_id = ?", (0 if reason else 1, 1 if reason else 0, self.run_id))

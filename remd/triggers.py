@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from remd import holds
 from remd.models import TriggerReason
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class _Measures:
     """What the checks of one namespace are computed from (one snapshot)."""
 
     live: int = 0
+    held: int = 0  # live memories a hold keeps out of runs (remd.holds)
     packs: int = 0
     mean_importance: float | None = None
     last_save: float | None = None
@@ -103,6 +105,14 @@ def _measure(conn: apsw.Connection, cfg: TriggerConfig, at: float,
             f"SELECT namespace, count(*) FROM nodes WHERE status = 'live' {only} "
             "GROUP BY namespace", args):
         at_ns(ns).live = int(n)
+    # Held memories can't be folded by the run a count would start.
+    for ns, n in conn.execute(
+            f"SELECT h.namespace, count(*) FROM rem_holds h JOIN nodes n ON n.id = h.node_id "
+            f"AND n.namespace = h.namespace WHERE h.held_until > ? "
+            f"AND h.fingerprint = {holds.FINGERPRINT} "
+            f"{only.replace('namespace', 'h.namespace')} GROUP BY h.namespace", (at, *args)):
+        if ns in out:
+            out[ns].held = int(n)
     # Saves by people and agents, not nodes written by REM itself.
     for ns, t in conn.execute(
             f"SELECT namespace, max(created_at) FROM nodes WHERE rem_run IS NULL {only} "
@@ -174,9 +184,10 @@ def _report(ns: str, at: float, cfg: TriggerConfig, m: _Measures) -> TriggerRepo
                                    value=value, threshold=threshold,
                                    explanation=text + ("" if enabled else " (disabled)")))
 
-    add(TriggerReason.NODE_COUNT, live > cfg.max_live_nodes, float(live),
+    foldable = live - m.held
+    add(TriggerReason.NODE_COUNT, foldable > cfg.max_live_nodes, float(foldable),
         float(cfg.max_live_nodes),
-        f"{live} live memories {'>' if live > cfg.max_live_nodes else '<='} "
+        f"{foldable} live memories not held {'>' if foldable > cfg.max_live_nodes else '<='} "
         f"{cfg.max_live_nodes}")
 
     if mean_imp is None:

@@ -50,7 +50,7 @@ from remd.llm import LLMClient, LLMSettings
 from remd.synthesis import LLMSynthesiser, Synthesiser
 from remd.tokens import TokenCounter
 from remd.vectors import BitIndex, from_int8
-from tests.helpers import knn
+from tests.helpers import KeepAll, knn
 from tests.llm_server import Behaviour, LLMServer, slow
 from tests.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line
 from tests.test_rem import dump as rem_dump
@@ -308,7 +308,9 @@ def _pause_in_write(where: str, fraction: float, total: Callable[[], int]) -> No
 
 def _run_child(db: str, now: float, cmd: dict[str, Any]) -> None:
     print(f"pid {os.getpid()}", flush=True)
-    synth: Synthesiser | None = None
+    # Offline: every cluster folds (the merging default would leave some alone), so there are
+    # many committed clusters to be killed among.
+    synth: Synthesiser | None = KeepAll()
     if cmd.get("llm"):
         synth = LLMSynthesiser(LLMClient(LLMSettings(
             base_url=cmd["llm"], api_key="sk-test", model=cmd["model"], max_retries=0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy.typing as npt
 
@@ -48,3 +49,19 @@ def hogged(store: Store) -> Iterator[Hog]:
         yield hog
     finally:
         hog.release()
+
+
+class KeepAll:
+    """The offline synthesiser with no token target: every sentence kept, so every cluster
+    folds. The tests of the cycle's mechanics (edges, rollback, holds, leases, dates, tags)
+    use it; the density tests use the merging default."""
+
+    name, model, prompt_version = "offline", "extractive-v1", "offline-1"
+
+    def synthesise(self, fragments: Any, causal_edges: Any = (),
+                   target_tokens: int | None = None) -> Any:
+        from remd.synthesis import OfflineSynthesiser
+
+        return OfflineSynthesiser().synthesise(fragments, causal_edges)
+
+

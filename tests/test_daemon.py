@@ -151,7 +151,8 @@ def test_a_rolled_back_run_is_not_redone_by_the_next_ticks(db_path: Path,
         "triggers": {"disabled": ["node_count"]}}))
     (run_id,) = daemon.tick(NOW).runs
     with Memory(db_path, "work", clock=lambda: NOW) as m:
-        assert m.rollback(run_id).held == 18
+        back = m.rollback(run_id)
+        assert back.held == back.members_restored >= 2
     for at in (NOW, NOW + 1, NOW + HOUR, NOW + 5 * HOUR, NOW + 29 * DAY):
         tick = daemon.tick(at)
         assert tick.runs == () and tick.namespaces[0].fired == (), at
@@ -165,22 +166,19 @@ def test_a_rolled_back_run_is_not_redone_by_the_next_ticks(db_path: Path,
 
 def test_other_triggers_after_a_rollback_fold_nothing_held(db_path: Path,
                                                           daemon_factory: Any) -> None:
-    """node_count still fires (18 live > 10), but the runs it starts leave the held members be;
-    new activity elsewhere in the namespace does not end the hold, only a change to a member."""
+    """Held memories (a rollback's, and those no synthesis could be made denser than) do not
+    count towards node_count: with every old memory held, no run starts and nothing is
+    folded; new activity elsewhere does not end a hold; when the holds end, runs fold again."""
     fill(db_path, "work", old_fragments())
     daemon = daemon_factory()
     (run_id,) = daemon.tick(NOW).runs
     with Memory(db_path, "work", clock=lambda: NOW) as m:
         m.rollback(run_id)
         m.save("Lunch with the platform team moved to Thursday.")
-    tick = daemon.tick(NOW + HOUR)
-    assert tick.namespaces[0].fired == ("node_count",) and tick.runs
-    assert list(statuses(db_path, "work").values()).count("live") == 19
-    with Memory(db_path, "work", embedder=None) as m:
-        assert m.store.one("SELECT flagged, held, synthesised FROM rem_runs WHERE run_id = ?",
-                           tick.runs) == (0, 18, 0)
-    assert daemon.tick(NOW + 6 * HOUR).runs  # node_count fires at every tick
-    assert list(statuses(db_path, "work").values()).count("live") == 19
+    for at in (NOW + HOUR, NOW + 6 * HOUR):
+        tick = daemon.tick(at)
+        assert tick.namespaces[0].fired == () and tick.runs == ()
+        assert list(statuses(db_path, "work").values()).count("live") == 19
     daemon.tick(NOW + 31 * DAY)
     assert list(statuses(db_path, "work").values()).count("live") < 18
 

@@ -32,10 +32,11 @@ from remd.consolidate import target_tokens
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.rem import ClusterOutcome, get_run
-from remd.synthesis import LLMSynthesiser, OfflineSynthesiser
+from remd.synthesis import LLMSynthesiser
 from remd.text import find_dates
 from remd.tokens import TokenCounter
 from tests.conftest import Clock
+from tests.helpers import KeepAll
 from tests.llm_server import VALID_ANSWER, LLMServer, good, raw, slow, status
 
 DAY = 86400.0
@@ -65,18 +66,6 @@ TEMPLATES = [
     "{p} uses {t}.",
     "{p} is built on {t}.",
 ]
-
-
-class KeepAll:
-    """The offline synthesiser with no token target: every sentence kept, so every cluster
-    folds. The tests of the cycle's mechanics (edges, rollback, holds, leases, dates, tags)
-    use it; the density tests use the merging default."""
-
-    name, model, prompt_version = "offline", "extractive-v1", "offline-1"
-
-    def synthesise(self, fragments: Any, causal_edges: Any = (),
-                   target_tokens: int | None = None) -> Any:
-        return OfflineSynthesiser().synthesise(fragments, causal_edges)
 
 
 KEEP_ALL = KeepAll()
@@ -298,7 +287,8 @@ def test_rollback_is_refused_while_a_later_run_builds_on_it(db_path: Path) -> No
         start = dump(m)
         first = m.run_rem(synthesiser=KEEP_ALL, now=YEAR_AGO)
         assert first.synthesised >= 1 and m.get("h0").status is NodeStatus.LIVE
-        second = m.run_rem(synthesiser=KEEP_ALL, now=NOW + 30 * DAY)  # the garden is old too, and h0's edge moves
+        second = m.run_rem(synthesiser=KEEP_ALL, now=NOW + 30 * DAY)
+        # (the garden is old too, and h0's edge moves)
         assert second.synthesised >= 1 and m.get("h0").status is NodeStatus.DEPRECATED
         with pytest.raises(RollbackRefused, match=second.run_id or ""):
             m.rollback(first.run_id or "")
@@ -380,7 +370,8 @@ def test_a_held_memory_that_changes_is_free_again(old_memory: Memory) -> None:
 
     m.forget(held[1])
     assert m.run_rem(synthesiser=KEEP_ALL, now=NOW, dry_run=True).held == 28 - len(accessed)
-    run = m.run_rem(synthesiser=KEEP_ALL, now=NOW)  # a run ends the holds that can never apply again
+    run = m.run_rem(synthesiser=KEEP_ALL, now=NOW)
+    # (a run ends the holds that can never apply again)
     assert run.held == 28 - len(accessed)
     assert m.store.scalar("SELECT count(*) FROM rem_holds") == 28 - len(accessed)
 
@@ -756,7 +747,8 @@ def test_a_fresh_synthesis_is_not_folded_again_at_once(old_memory: Memory) -> No
     m = old_memory
     first = m.run_rem(synthesiser=KEEP_ALL, now=NOW)
     assert first.synthesised >= 3
-    again = m.run_rem(synthesiser=KEEP_ALL, now=NOW + 3600)  # its syntheses are dated a year ago, but written now
+    again = m.run_rem(synthesiser=KEEP_ALL, now=NOW + 3600)
+    # (its syntheses are dated a year ago, but written now)
     assert again.flagged == 0 and again.synthesised == 0
     later = m.run_rem(synthesiser=KEEP_ALL, now=NOW + 2 * DAY, dry_run=True)
     assert later.flagged >= 1  # old, unread summaries become candidates once the run is old
