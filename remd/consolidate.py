@@ -31,7 +31,8 @@ from remd.ids import new_id
 from remd.logs import get_logger
 from remd.merge import target_tokens as target_tokens  # the density target, used here
 from remd.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
-from remd.tagging import STOP_WORDS, extract_entities, is_verb_form, normalise_tag
+from remd.tagging import extract_entities, is_verb_form, normalise_tag
+from remd.text import STOP_WORDS
 from remd.vectors import write_vectors
 
 if TYPE_CHECKING:

@@ -15,22 +15,20 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
+from remd.text import BARE_MONTH, MONTHS
+
 DAY = 86400.0
 
 # Dates a query names. "on 1 May, 2022" / "on May 1st, 2022" is a day, "in October 2023" a
 # month, "in 2023" a year, "in June" that month of any year. A month named alone counts only
 # after a word that makes it a time ("in", "during", "last", ...): "May I ask", "we march on"
 # and "what did June say" name no month.
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
+_MONTHS = MONTHS
 _MON = "|".join(_MONTHS)
 _DAY_MONTH_YEAR = re.compile(
     rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON}),?\s+(\d{{4}})\b", re.I)
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MON})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b({_MON}),?\s+(?:of\s+)?(\d{{4}})\b", re.I)
-_BARE_MONTH = re.compile(
-    rf"\b(?:in|on|during|since|until|till|by|before|after|through|throughout|of|last|this|"
-    rf"next|early|late|mid|from|between|every)[\s-]+({_MON})\b", re.I)
 _YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")
 
 
@@ -117,7 +115,7 @@ def query_period(query: str) -> Period | None:
     if months:
         return Period(ranges=tuple(months))
     bare = frozenset(_MONTHS.index(m.group(1).lower()) + 1
-                     for m in _BARE_MONTH.finditer(query))
+                     for m in BARE_MONTH.finditer(query))
     if bare:
         return Period(months=bare)
     years = [(a, b) for m in _YEAR.finditer(query)

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from remd.errors import InvalidInput
+from remd.text import sentences
 
 __all__ = ["FactStatement", "parse_facts"]
 
@@ -270,8 +271,6 @@ _PATTERNS = (
 )
 _NOW_RE = re.compile(r"\bnow\b", re.IGNORECASE)
 _TRIGGER_RE = re.compile(r"\b(?:my|i|i'm|im|we|we've|call me)\b|'s\b", re.IGNORECASE)
-_SENTENCE_END_RE = re.compile(r"[.!?…]+(?=\s)|\n+|;")
-_ABBREVIATIONS = _words("mr mrs ms dr st jr sr prof mt vs etc e.g i.e inc co ltd no")
 
 
 def parse_facts(text: str) -> list[FactStatement]:
@@ -289,29 +288,13 @@ def parse_facts(text: str) -> list[FactStatement]:
     """
     facts: list[FactStatement] = []
     seen: set[tuple[str, str]] = set()
-    for sentence in _sentences(text.replace("\u2019", "'")):
+    for sentence in sentences(text.replace("\u2019", "'")):
         for fact in _parse_sentence(sentence):
             ident = (fact.key, fact.value.casefold())
             if ident not in seen:
                 seen.add(ident)
                 facts.append(fact)
     return facts
-
-
-def _sentences(text: str) -> list[str]:
-    """Split at sentence ends, keeping the terminator (a trailing "?" marks a question)."""
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_END_RE.finditer(text):
-        if m.group()[0] == ".":
-            before = text[max(start, m.start() - 5):m.start()].rsplit(None, 1)
-            if before and before[-1].lower() in _ABBREVIATIONS:
-                continue
-        out.append(text[start:m.end()])
-        start = m.end()
-    out.append(text[start:])
-    # One space between words, so that patterns can spell "my city is" with single spaces.
-    return [" ".join(s.split()) for s in out if not s.isspace() and s]
 
 
 def _is_question(sentence: str) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import cache, lru_cache
 
 from remd.errors import InvalidInput
+from remd.text import STOP_WORDS
 
 __all__ = ["extract_entities", "extract_query_tags", "extract_tags", "is_verb_form", "lemma",
            "normalise_tag"]
@@ -54,50 +55,7 @@ def _pairs(text: str) -> dict[str, str]:
     return dict(pair.split(":", 1) for pair in text.split())
 
 
-_STOP_WORDS = _words(
-    """
-    a an the this that these those there here it its itself i me my mine myself we us our ours
-    ourselves you your yours yourself yourselves he him his himself she her hers herself they them
-    their theirs themselves one ones someone somebody something anyone anybody anything everyone
-    everybody everything nobody nothing none noone other others another each every either neither
-    both all any some such own same few many much more most less least lot lots plenty several
-    am is are was were be been being have has had having do does did doing done will would shall
-    should can could may might must ought need dare get gets got gotten getting go goes going went
-    gone make makes made making take takes took taken come comes came let lets say says said tell
-    told think thought know knew known see saw seen seem seems seemed feel felt keep kept put give
-    gave given find found try tried want wanted wants use used using
-    about above across after afterwards against along alongside amid among around as at away back
-    before behind below beneath beside besides between beyond by down during except for from in
-    inside into near next of off on onto out outside over past per since than through throughout
-    till to toward towards under underneath unlike until up upon via with within without
-    and but or nor so yet if then else because although though unless whereas while whether also
-    too either instead otherwise therefore thus hence however anyway anyways besides meanwhile
-    what when where who whom whose why how which whatever whenever wherever whoever however
-    not no nor never always often sometimes usually ever again already still even just only very
-    really quite rather pretty fairly almost enough maybe perhaps probably actually basically
-    literally definitely totally completely absolutely simply certainly surely honestly seriously
-    especially particularly exactly kinda sorta somewhat somehow anyhow else
-    now today tonight tomorrow yesterday soon later lately recently currently once twice ago
-    day days week weeks month months year years time times morning evening night weekend
-    first second third last next previous final new old recent early late
-    two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand
-    million billion dozen couple half
-    yeah yep yup yes nope nah oh ooh ah aah ahh wow whoa hey hi hello hiya bye goodbye thanks thank
-    thx ty please pls sorry okay ok alright fine sure cool awesome great amazing nice good bad well
-    lol lmao rofl haha hahaha hehe omg btw imo imho tbh idk gonna wanna gotta kinda dunno hmm um
-    uh umm er erm huh meh yay ugh oops etc
-    thing things stuff way ways kind sort bit part lot place person people guy guys someone
-    note notes memo reminder todo update
-    i'm i've i'll i'd you're you've you'll you'd he's he'll he'd she's she'll she'd it's it'll
-    it'd we're we've we'll we'd they're they've they'll they'd that's that'll there's there'll
-    here's what's what're who's who'll where's when's why's how's let's don't doesn't didn't
-    can't cannot couldn't won't wouldn't shan't shouldn't mustn't mightn't needn't isn't aren't
-    wasn't weren't haven't hasn't hadn't ain't y'all ya
-    """
-)
-
 # Extra words that only carry the question's form ("tell me what you know about ...").
-STOP_WORDS = _STOP_WORDS  # public: words that are never tags (remd.distil reads them)
 
 _QUERY_STOP = _words(
     """
@@ -105,7 +63,7 @@ _QUERY_STOP = _words(
     asked anything something info information detail details user users current currently
     """
 )
-_QUERY_STOP_WORDS = _STOP_WORDS | _QUERY_STOP
+_QUERY_STOP_WORDS = STOP_WORDS | _QUERY_STOP
 
 # Plurals that are not to be singularised: invariant nouns, plural-only nouns, and common proper
 # names ending in "s" (tags are lemmatised whatever their case, so "James" must survive).
@@ -523,7 +481,7 @@ def _collect(text: str, *, query: bool) -> tuple[_Pool, int]:
     else:
         sample = unicodedata.normalize("NFKC", sample)
         tokens = _unicode_token_re().findall(sample)
-    stop = _QUERY_STOP_WORDS if query else _STOP_WORDS
+    stop = _QUERY_STOP_WORDS if query else STOP_WORDS
 
     # Words as (raw, lower, sentence-initial, segment); punctuation only separates segments.
     words: list[tuple[str, str, bool, int]] = []

@@ -190,7 +190,7 @@ _DATE = re.compile(
 )
 # A month named alone is a date only after a word that makes it a time ("in June", "last May"):
 # "May I ask", "we march on" and "what did June say" name no month.
-_BARE_MONTH = re.compile(
+BARE_MONTH = re.compile(
     r"\b(?:in|on|during|since|until|till|by|before|after|through|throughout|of|last|this|"
     rf"next|early|late|mid|from|between|every)[\s-]+(?P<m>{'|'.join(MONTHS)})\b", re.I)
 _YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")
@@ -276,7 +276,7 @@ def find_dates(text: str, bare_months: bool = False) -> list[DateSpan]:
             out.append(DateSpan(m.start(), m.end(), m.group(0), int(g["y2"]), _month(g["m2"]),
                                 None))
     if bare_months:
-        for m in _BARE_MONTH.finditer(text):
+        for m in BARE_MONTH.finditer(text):
             if not any(d.start <= m.start("m") < d.end for d in out) and not any(
                     a <= m.start("m") < b for a, b in grouped):
                 out.append(DateSpan(m.start("m"), m.end("m"), m.group("m"), None,
