@@ -164,7 +164,7 @@ class ClusterWriter:
                 "reason) VALUES (?, ?, ?, ?, ?, ?)",
                 (self.run_id, no, status.value, synthesis_id,
                  json.dumps(before), reason))
-            if isinstance(answer, NotDenser) and reason and reason.startswith("NotDenser"):
+            if isinstance(answer, NotDenser):
                 # Nothing denser can be written from these as they are: later automatic runs
                 # leave them alone until they change or the hold ends (remd.holds).
                 holds.hold(conn, self.ns, self.run_id, [str(r[1]) for r in rows], self.now,

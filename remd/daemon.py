@@ -54,7 +54,7 @@ from remd.errors import ConfigError, Conflict, DatabaseLocked, RemdError, StoreE
 from remd.ingest import check_namespace
 from remd.logs import configure_logging, get_logger
 from remd.notify import Notifier
-from remd.rem import ClusterOutcome, RunStatus, run_rem
+from remd.rem import ClusterOutcome, RunStatus, run_rem, sentence_embed
 from remd.serving import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
 from remd.triggers import TriggerReport, evaluate_all
@@ -152,11 +152,8 @@ class Daemon:
 
     def _synthesiser(self, config: Config) -> LLMSynthesiser | OfflineSynthesiser:
         # The offline one embeds sentences with the engine being served at the time.
-        def embed(texts: list[str]) -> Any:
-            embedder = self.host.engine.embedder
-            return None if embedder is None else embedder.embed(texts)
         return make_synthesiser(config.llm, config.rem.offline_density, config.store.encoding,
-                                embed)
+                                lambda texts: sentence_embed(self.host.engine)(texts))
 
     # -- the unit of work ------------------------------------------------------------------
     def tick(self, now: float | None = None) -> TickReport:

@@ -45,7 +45,6 @@ MIN_COVERAGE = 0.95  # share of the members' anchors a synthesis keeps
 _SAME_MANY, _SAME_ONE, _SAME_NONE, _NEAR_COPY = 0.5, 0.6, 0.6, 0.88
 _SHARED_WORDS = 0.5  # ...or share this share of their words (Jaccard), dates and numbers aside
 _PARAPHRASE = 0.8  # a member this alike its group's statement adds only its anchors
-_PREPOSITIONS = tx.word_set("on in at since by from until before after during of")
 
 
 @dataclass
@@ -67,8 +66,10 @@ class Statement:
 
 @dataclass
 class Group:
-    members: list[Statement] = field(default_factory=list)
-    rep: Statement | None = None
+    """Restatements of one fact and the one written out (:func:`_typical`)."""
+
+    members: list[Statement]
+    rep: Statement
 
 
 @dataclass(frozen=True)
@@ -108,15 +109,16 @@ def anchors_of(texts: Sequence[str]) -> Anchors:
         dates.update(d.key for d in tx.find_dates(text))
         for sentence in tx.sentences(text):
             pair = tx.causal(sentence)
-            if pair is not None and (words := _cause_words(pair[0])):
+            if pair is not None and (words := _plain_words(pair[0])):
                 causes.append(words)
     return Anchors(frozenset(names), frozenset(numbers), frozenset(dates),
                    tuple(dict.fromkeys(causes)))
 
 
-def _cause_words(cause: str) -> frozenset[str]:
-    """The words of a cause that must stay (its dates and numbers are anchors already)."""
-    return frozenset(w for w in tx.content_words(cause) if not any(c.isdigit() for c in w))
+def _plain_words(text: str) -> frozenset[str]:
+    """Content words without digits (dates and numbers are anchors of their own): what a
+    statement says, and what of a cause must stay."""
+    return frozenset(w for w in tx.content_words(text) if not any(c.isdigit() for c in w))
 
 
 def statements(contents: Sequence[str], days: Sequence[date]) -> list[Statement]:
@@ -133,8 +135,7 @@ def statements(contents: Sequence[str], days: Sequence[date]) -> list[Statement]
                 speaker=speaker, stamp=stamp, spans=spans, ids=frozenset(ids),
                 days=[d for s in spans if (d := s.day_date) is not None],
                 cause=pair[0] if pair else None,
-                content=frozenset(w for w in tx.content_words(sentence)
-                                  if not any(c.isdigit() for c in w)),
+                content=_plain_words(sentence),
                 negated=any(tx.is_negation(w) for w in tx.words(sentence))))
     return out
 
@@ -162,22 +163,20 @@ def _joins(s: Statement, lead: Statement, sim: float) -> bool:
     return sim >= _NEAR_COPY
 
 
-def group(stmts: Sequence[Statement]) -> list[Group]:
+def group(stmts: Sequence[Statement]) -> list[list[Statement]]:
     """Restatements together (each joins the most alike group whose first statement it
     matches; a leader is never compared through a chain of others)."""
-    groups: list[Group] = []
+    groups: list[list[Statement]] = []
     for s in stmts:
         best, best_sim = None, -1.0
         for g in groups:
-            sim = similarity(s, g.members[0])
-            if sim > best_sim and _joins(s, g.members[0], sim):
+            sim = similarity(s, g[0])
+            if sim > best_sim and _joins(s, g[0], sim):
                 best, best_sim = g, sim
         if best is None:
-            groups.append(Group([s]))
+            groups.append([s])
         else:
-            best.members.append(s)
-    for g in groups:
-        g.rep = _typical(g.members)
+            best.append(s)
     return groups
 
 
@@ -205,7 +204,7 @@ def _residual(m: Statement, rep: Statement, seen: set[str], words: bool) -> list
     numbers, its dates (a day as ``"\x00<iso>"``), a cause's words and (``words``) its other
     new words. What it returns is added to ``seen``."""
     out: list[str] = []
-    cause = _cause_words(m.cause) if m.cause else frozenset()
+    cause = _plain_words(m.cause) if m.cause else frozenset()
     tokens = list(tx.WORD.finditer(m.text))
     i = 0
     while i < len(tokens):
@@ -253,7 +252,6 @@ def _days_in_place(parts: list[str]) -> str:
 
 def _write_group(g: Group, plan: _Plan) -> str:
     rep = g.rep
-    assert rep is not None
     others = [m for m in g.members if m is not rep]
     seen: set[str] = set(rep.ids) | {s.key for s in rep.spans} | set(rep.content)
     plain_days: list[date] = []
@@ -293,7 +291,6 @@ def render(groups: Sequence[Group], plan: _Plan, first: date, last: date) -> str
         if gi in plan.dropped:
             continue
         rep = g.rep
-        assert rep is not None
         if rep.fragment != turn_now:
             if rep.stamp and rep.stamp != stamped:
                 parts.append(rep.stamp)
@@ -348,11 +345,11 @@ def merge(contents: Sequence[str], created_at: Sequence[float], *, count: Count,
     sizes = [count(c) for c in contents]
     everything = group(stmts)
     keep = sorted({s.fragment for s in stmts})
-    densest = 0
+    densest: int | None = None  # of the whole cluster, for the error
     while len(keep) >= 2:
         target = target_tokens([sizes[f] for f in keep])
         text, size = _fit(everything, keep, contents, days, target, count)
-        densest = size if len(keep) == len({s.fragment for s in stmts}) else densest
+        densest = size if densest is None else densest
         if text is not None:
             return Merged(text, tuple(keep))
         keep.remove(_least_restated(everything, keep, sizes))
@@ -362,29 +359,29 @@ def merge(contents: Sequence[str], created_at: Sequence[float], *, count: Count,
                     f"{densest} tokens), nor can two or more of them")
 
 
-def _least_restated(groups: Sequence[Group], keep: Sequence[int], sizes: Sequence[int]) -> int:
+def _least_restated(groups: Sequence[list[Statement]], keep: Sequence[int],
+                    sizes: Sequence[int]) -> int:
     """The kept fragment whose statements others restate least (then the longest)."""
     kept = set(keep)
     restated: dict[int, int] = {f: 1 << 30 for f in keep}
     for g in groups:
-        inside = [m for m in g.members if m.fragment in kept]
-        frags = {m.fragment for m in inside}
+        frags = {m.fragment for m in g if m.fragment in kept}
         for f in frags:
             restated[f] = min(restated[f], len(frags))
     return min(keep, key=lambda f: (restated[f], -sizes[f], f))
 
 
-def _fit(everything: Sequence[Group], keep: Sequence[int], contents: Sequence[str],
+def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: Sequence[str],
          days: Sequence[date], target: int, count: Count) -> tuple[str | None, int]:
     """The least lossy rendering of the kept fragments within ``target`` (or None), and the
     size of the densest one tried."""
     kept = set(keep)
     groups = []
     for g in everything:
-        members = [m for m in g.members if m.fragment in kept]
+        members = [m for m in g if m.fragment in kept]
         if members:
             groups.append(Group(members, _typical(members)))
-    groups.sort(key=lambda g: (g.rep.fragment, g.rep.order) if g.rep else (0, 0))
+    groups.sort(key=lambda g: (g.rep.fragment, g.rep.order))
     wanted = anchors_of([contents[f] for f in keep])
     first, last = days[keep[0]], days[keep[-1]]
     plan = _Plan()
@@ -424,7 +421,6 @@ def _drops(groups: Sequence[Group]) -> list[Callable[[_Plan], Undo]]:
     those without anchors first, each kind least content per token first."""
     def key(gi: int) -> tuple[bool, float]:
         rep = groups[gi].rep
-        assert rep is not None
         return bool(_anchor_keys(groups[gi])), len(rep.content) / max(1, len(rep.text))
 
     def dropper(gi: int) -> Callable[[_Plan], Undo]:
@@ -441,7 +437,7 @@ def _anchor_keys(g: Group) -> set[str]:
     for m in g.members:
         keys |= m.ids | {s.key for s in m.spans}
         if m.cause:
-            keys |= _cause_words(m.cause)
+            keys |= _plain_words(m.cause)
     return keys
 
 
