@@ -179,8 +179,10 @@ def test_other_triggers_after_a_rollback_fold_nothing_held(db_path: Path,
         tick = daemon.tick(at)
         assert tick.namespaces[0].fired == () and tick.runs == ()
         assert list(statuses(db_path, "work").values()).count("live") == 19
-    daemon.tick(NOW + 31 * DAY)
-    assert list(statuses(db_path, "work").values()).count("live") < 18
+    assert daemon.tick(NOW + 31 * DAY).runs  # the holds have ended: node_count fires again
+    # ...and what can be merged is folded (the merging synthesiser folds restated fragments
+    # only, so fewer than before it, when every cluster folded).
+    assert list(statuses(db_path, "work").values()).count("deprecated") >= 2
 
 
 def test_idle_trigger_counts_saves_and_injects_of_other_processes(
