@@ -41,8 +41,8 @@ Count = Callable[[str], int]
 MIN_COVERAGE = 0.95  # share of the members' anchors a synthesis keeps
 # How alike two statements must say something to be one fact (cosine of sentence vectors),
 # by how much they share: the same two or more names/numbers, the same one, one's a subset of
-# the other's, or nothing in common to go by.
-_SAME_MANY, _SAME_ONE, _SAME_NONE, _NEAR_COPY = 0.5, 0.6, 0.6, 0.88
+# the other's, or neither names anything.
+_SAME_MANY, _SAME_ONE, _SAME_NONE = 0.5, 0.7, 0.7
 _SHARED_WORDS = 0.5  # ...or share this share of their words (Jaccard), dates and numbers aside
 _PARAPHRASE = 0.8  # a member this alike its group's statement adds only its anchors
 
@@ -57,6 +57,7 @@ class Statement:
     stamp: str
     spans: list[tx.DateSpan]
     ids: frozenset[str]  # names and numbers, casefolded: what the statement is about
+    sure: frozenset[str]  # of those, the cluster's sure names and the numbers (sure_names)
     days: list[date]  # full days it writes
     cause: str | None
     content: frozenset[str]
@@ -98,13 +99,21 @@ class Anchors:
         return found / self.total()
 
 
+def sure_names(texts: Sequence[str]) -> frozenset[str]:
+    """The cluster's names, casefolded: every one but a lone word that only ever opens a
+    sentence (tx.name_runs)."""
+    runs = [r for text in texts for r in tx.name_runs(text)]
+    inside = {name.casefold() for name, opens in runs if not opens}
+    return frozenset(name.casefold() for name, opens in runs
+                     if not opens or name.casefold() in inside)
+
+
 def anchors_of(texts: Sequence[str]) -> Anchors:
-    names: set[str] = set()
+    names = set(sure_names(texts))
     numbers: set[str] = set()
     dates: set[str] = set()
     causes: list[frozenset[str]] = []
     for text in texts:
-        names.update(n.casefold() for n in tx.names(text, openers=False))
         numbers.update(tx.numbers(text))
         dates.update(d.key for d in tx.find_dates(text))
         for sentence in tx.sentences(text):
@@ -115,6 +124,12 @@ def anchors_of(texts: Sequence[str]) -> Anchors:
                    tuple(dict.fromkeys(causes)))
 
 
+def _may_be_name(word: str) -> bool:
+    low = word.lower()
+    past = len(low) >= 5 and low.endswith("ed") and not low.endswith("eed")
+    return low not in tx.STOP_WORDS and not past and not (len(low) >= 6 and low.endswith("ing"))
+
+
 def _plain_words(text: str) -> frozenset[str]:
     """Content words without digits (dates and numbers are anchors of their own): what a
     statement says, and what of a cause must stay."""
@@ -122,17 +137,22 @@ def _plain_words(text: str) -> frozenset[str]:
 
 
 def statements(contents: Sequence[str], days: Sequence[date]) -> list[Statement]:
+    sure = sure_names(contents)
     out: list[Statement] = []
     for fi, (content, day) in enumerate(zip(contents, days, strict=True)):
         stamp, speaker, body = tx.split_header(content)
         for si, sentence in enumerate(tx.sentences(body)):
             spans = tx.find_dates(sentence)
-            ids = {n.casefold() for n in tx.names(sentence, openers=False)}
-            ids |= set(tx.numbers(sentence))
+            runs = tx.name_runs(sentence)
+            nums = set(tx.numbers(sentence))
+            # What it is about: a word opening it may be a name ("Vorqua launched ...")
+            # unless it is a stop word or looks like a verb ("Saw", "Paged").
+            ids = {n.casefold() for n, opens in runs if not opens or _may_be_name(n)} | nums
             pair = tx.causal(sentence)
             out.append(Statement(
                 fragment=fi, order=si, day=day, text=sentence.rstrip(";").strip(),
                 speaker=speaker, stamp=stamp, spans=spans, ids=frozenset(ids),
+                sure=frozenset({n.casefold() for n, _ in runs} & sure | nums),
                 days=[d for s in spans if (d := s.day_date) is not None],
                 cause=pair[0] if pair else None,
                 content=_plain_words(sentence),
@@ -151,7 +171,7 @@ def _joins(s: Statement, lead: Statement, sim: float) -> bool:
     """Is ``s`` a restatement of ``lead``? Never across speakers or a negation. Statements
     that name the same things (or one names a subset of the other's, or neither names
     anything) are one fact when they are alike in meaning or share half their words; others
-    only as near-copies."""
+    never ("Sulren opened on 7 Jul" / "Sulmiren opened on 25 Aug")."""
     if s.negated != lead.negated or s.speaker != lead.speaker:
         return False
     if s.ids <= lead.ids or lead.ids <= s.ids:
@@ -160,7 +180,7 @@ def _joins(s: Statement, lead: Statement, sim: float) -> bool:
         union = s.content | lead.content
         shared = len(s.content & lead.content) / len(union) if union else 0.0
         return sim >= floor or shared >= _SHARED_WORDS
-    return sim >= _NEAR_COPY
+    return False  # they name different things: two facts, however alike the wording
 
 
 def group(stmts: Sequence[Statement]) -> list[list[Statement]]:
@@ -195,16 +215,17 @@ def _typical(members: list[Statement]) -> Statement:
 @dataclass
 class _Plan:
     keep_span: bool = True
-    paraphrase_words: bool = True  # what a paraphrase says in other words is written too
+    restated_words: bool = True  # see _write_group
     dropped: set[int] = field(default_factory=set)  # groups left out
 
 
-def _residual(m: Statement, rep: Statement, seen: set[str], words: bool) -> list[str]:
-    """What ``m`` says that its group's statement does not, in its own order: its new names and
-    numbers, its dates (a day as ``"\x00<iso>"``), a cause's words and (``words``) its other
-    new words. What it returns is added to ``seen``."""
-    out: list[str] = []
+def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, str]]:
+    """What ``m`` says that its group's statement (and ``seen``) does not, in its own order,
+    as (kind, text): ``"day"`` (ISO), ``"anchor"`` (a new name or number, another date, a
+    cause's word) or ``"word"`` (another new content word)."""
+    out: list[tuple[str, str]] = []
     cause = _plain_words(m.cause) if m.cause else frozenset()
+    taken: set[str] = set()
     tokens = list(tx.WORD.finditer(m.text))
     i = 0
     while i < len(tokens):
@@ -213,34 +234,32 @@ def _residual(m: Statement, rep: Statement, seen: set[str], words: bool) -> list
         if span is not None:
             day = span.day_date
             key = day.isoformat() if day is not None else span.key
-            if key not in seen:
-                seen.add(key)
-                out.append(f"\x00{key}" if day is not None else span.surface)
+            if key not in seen and key not in taken:
+                taken.add(key)
+                out.append(("day", key) if day is not None else ("anchor", span.surface))
             while i < len(tokens) and tokens[i].start() < span.end:
                 i += 1
             continue
         word = tok.group(0)
         low = word.casefold()
-        new_id = any(low in name.split() and name not in rep.ids for name in m.ids)
-        new_word = low not in tx.STOP_WORDS and low not in rep.content and (words or low in cause)
-        if (new_id or new_word) and low not in seen:
-            out.append(word)
-            seen.add(low)
         i += 1
+        if low in seen or low in taken:
+            continue
+        new_id = any(low in name.split() and name not in rep.ids for name in m.sure)
+        if not new_id and (low in tx.STOP_WORDS or low in rep.content):
+            continue
+        taken.add(low)
+        out.append(("anchor" if new_id or low in cause else "word", word))
     return out
 
 
-def _id_words(m: Statement) -> set[str]:
-    return {w for name in m.ids for w in name.split()}
-
-
-def _days_in_place(parts: list[str]) -> str:
-    """Join residual words, writing each run of days as one short list."""
+def _days_in_place(parts: list[tuple[str, str]]) -> str:
+    """Join a residual's parts, writing each run of days as one short list."""
     text: list[str] = []
     run: list[date] = []
-    for p in [*parts, ""]:
-        if p.startswith("\x00"):
-            run.append(date.fromisoformat(p[1:]))
+    for kind, p in [*parts, ("", "")]:
+        if kind == "day":
+            run.append(date.fromisoformat(p))
             continue
         if run:
             text.append(tx.format_days(run))
@@ -251,22 +270,27 @@ def _days_in_place(parts: list[str]) -> str:
 
 
 def _write_group(g: Group, plan: _Plan) -> str:
+    """The group's statement, the days its restatements add merged into its date, and after
+    it what else they add. A paraphrase (or a restatement of the same names) that adds no
+    name, number, date or cause is not written again, and a paraphrase's other words never
+    are: they are wording. Another restatement keeps its words with its day ("also went live
+    1 May 2023"), unless ``plan.restated_words`` is off and it names nothing new: then it
+    counts as the same fact, and its days join the statement's."""
     rep = g.rep
     others = [m for m in g.members if m is not rep]
     seen: set[str] = set(rep.ids) | {s.key for s in rep.spans} | set(rep.content)
     plain_days: list[date] = []
     extras: list[str] = []
     for m in sorted(others, key=lambda m: (m.day, m.fragment, m.order)):
+        parts = _residual(m, rep, seen)
         paraphrase = similarity(m, rep) >= _PARAPHRASE
-        parts = _residual(m, rep, seen, plan.paraphrase_words or not paraphrase)
-        days = [date.fromisoformat(p[1:]) for p in parts if p.startswith("\x00")]
-        rest = [p for p in parts if not p.startswith("\x00")]
-        # The same fact again (or only its names again): its days join the statement's.
-        if paraphrase or all(p.casefold() in _id_words(m) for p in rest):
-            plain_days.extend(days)
-            if rest:
-                extras.append(" ".join(rest))
-        else:  # something else on its day: the two stay together
+        if all(kind == "word" for kind, _ in parts) and (paraphrase or m.sure <= rep.ids):
+            continue  # the same again, in other words
+        if paraphrase or (not plan.restated_words and m.sure <= rep.ids):
+            plain_days.extend(date.fromisoformat(t) for kind, t in parts if kind == "day")
+            parts = [(kind, t) for kind, t in parts if kind == "anchor"]
+        seen.update(t.casefold() for _, t in parts)
+        if parts:
             extras.append(_days_in_place(parts))
     body = rep.text.rstrip(".!?;, ")
     if plain_days and len(rep.days) == 1 and len(rep.spans) == 1:
@@ -411,9 +435,9 @@ def _no_span(plan: _Plan) -> Undo:
 
 
 def _anchors_only(plan: _Plan) -> Undo:
-    """A paraphrase's other words go; it adds its names, numbers, dates and causes only."""
-    plan.paraphrase_words = False
-    return lambda: setattr(plan, "paraphrase_words", True)
+    """A restatement naming nothing new adds its days and causes only (:func:`_write_group`)."""
+    plan.restated_words = False
+    return lambda: setattr(plan, "restated_words", True)
 
 
 def _drops(groups: Sequence[Group]) -> list[Callable[[_Plan], Undo]]:

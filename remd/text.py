@@ -124,16 +124,23 @@ _NAME_WORD = re.compile(r"[^\W\d_][\w-]*(?:['’](?![sS]\b)[\w-]+)*")
 NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 
 
-def names(text: str, openers: bool = True) -> list[str]:
+def names(text: str) -> list[str]:
     """Capitalised words and runs of them ("New York", "Acme Corp"), in order of first
-    appearance. A sentence's first word counts unless it is in :data:`NOT_NAMES`; without
-    ``openers``, a lone first word also not when it is a stop word or looks like a verb ("Saw
-    it", "Paged at night", "Investigated"). "I" and month names inside a date are not names."""
-    found: list[str] = []
+    appearance. A sentence's first word counts unless it is in :data:`NOT_NAMES`; "I" and
+    month names inside a date are not names. See :func:`name_runs` for which open a
+    sentence."""
+    return list(dict.fromkeys(name for name, _ in name_runs(text)))
+
+
+def name_runs(text: str) -> list[tuple[str, bool]]:
+    """Every name of :func:`names` where it is written, and whether it is one word opening
+    its sentence: capitalised maybe only for that ("Timeouts hit us", "Questions go to Mei"),
+    so a name for sure only if the same word is capitalised elsewhere too."""
+    found: list[tuple[str, bool]] = []
     for sentence in sentences(text):
         taken = [(d.start, d.end) for d in find_dates(sentence)]
         run: list[str] = []
-        end = -1
+        start = end = -1
         for m in _NAME_WORD.finditer(sentence):
             word = m.group(0)
             capital = word[0].isupper() and word != "I"
@@ -142,26 +149,13 @@ def names(text: str, openers: bool = True) -> list[str]:
             if capital and run and sentence[end:m.start()] == " ":
                 run.append(word)
             else:
-                if run and (openers or _sure(run, sentence)):
-                    found.append(" ".join(run))
-                run = [word] if capital else []
+                if run:
+                    found.append((" ".join(run), start == 0 and len(run) == 1))
+                run, start = ([word], m.start()) if capital else ([], -1)
             end = m.end()
-        if run and (openers or _sure(run, sentence)):
-            found.append(" ".join(run))
-    return list(dict.fromkeys(found))
-
-
-def _sure(run: list[str], sentence: str) -> bool:
-    if len(run) > 1 or not sentence.startswith(run[0]):
-        return True
-    return run[0].lower() not in STOP_WORDS and not looks_like_verb(run[0])
-
-
-def looks_like_verb(word: str) -> bool:
-    """A past tense, participle or gerund by its ending ("investigated", "hitting")."""
-    w = word.lower()
-    return (len(w) >= 5 and w.endswith("ed") and not w.endswith("eed")) or (
-        len(w) >= 6 and w.endswith("ing"))
+        if run:
+            found.append((" ".join(run), start == 0 and len(run) == 1))
+    return found
 
 
 def numbers(text: str) -> list[str]:
