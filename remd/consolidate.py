@@ -174,8 +174,11 @@ class ClusterWriter:
                 "WHERE run_id = ?", (0 if reason else 1, 1 if reason else 0, self.run_id))
             self.heartbeat(conn)
         if reason:
-            log.warning("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
-                        cluster=no, size=len(members), reason=reason)
+            # Left alone because nothing denser keeps its facts: what REM is meant to do, not
+            # a fault (info); a failed or unfaithful synthesis is one (warning).
+            emit = log.info if isinstance(answer, NotDenser) else log.warning
+            emit("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
+                 cluster=no, size=len(members), reason=reason)
         return {"cluster_no": no, "status": status,
                 "size": len(members), "synthesis_id": synthesis_id, "reason": reason}
 

@@ -7,25 +7,28 @@ sentences loses the dates. :func:`merge` instead
 
 1. splits the fragments into statements (sentences, with their speaker and save day) and reads
    each one's *anchors*: names, numbers, dates and causes (:mod:`remd.text`);
-2. groups restatements: two statements are one fact when they name the same things (names and
-   numbers; dates may differ) and say it alike (sentence vectors from the packaged embedder, or
-   shared words without one); a statement of different things joins only as a near-copy;
-3. writes each group once: its most typical statement, the differing dates merged into its
-   date ("had timeouts on 12 Jan, 3 Feb and 14 Mar 2025"), and what the other statements add
-   (a name, a number, a cause, the words that differ) after it, each with its date;
-4. fits the result to the token target, in steps that lose less first: the span of save days
-   and the differing words of true paraphrases go, then statements with no anchor of their own
-   (chatter that names nothing), least informative first.
+2. groups restatements: two statements are one fact when they name the same things, or one a
+   subset of the other's (names and numbers; dates may differ), and say it alike (sentence
+   vectors from the packaged embedder, or shared words without one); statements naming
+   different things are never one fact, however alike their wording;
+3. writes each group once: its most typical statement, the days of its restatements merged
+   into its date ("had timeouts on 12 Jan, 3 Feb and 14 Mar 2025"), and what the others add (a
+   name, a number, a cause; the words of one that is not a paraphrase) after it;
+4. fits the result to :func:`target_tokens` in steps that lose less first: the span of save
+   days goes, then the other words of restatements that name nothing new.
 
-The first text within the target that still holds 95% of the cluster's anchors is the answer;
-when none does, :class:`remd.errors.NotDenser` is raised and the cluster is left as it was.
+Every statement of a folded fragment is written: when the whole cluster does not fit, the
+fragment that others restate least is left out (it stays live as it was), again and again
+while two or more remain. The first text within the target that keeps 95% of its fragments'
+anchors is the answer; when none does, :class:`remd.errors.NotDenser` is raised and the
+cluster is left as it was.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 import numpy as np
@@ -212,11 +215,10 @@ def _typical(members: list[Statement]) -> Statement:
     return max(members, key=score)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Plan:
     keep_span: bool = True
     restated_words: bool = True  # see _write_group
-    dropped: set[int] = field(default_factory=set)  # groups left out
 
 
 def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, str]]:
@@ -311,9 +313,7 @@ def render(groups: Sequence[Group], plan: _Plan, first: date, last: date) -> str
     stamped = ""
     speaker_now = ""
     turn_now = -1
-    for gi, g in enumerate(groups):
-        if gi in plan.dropped:
-            continue
+    for g in groups:
         rep = g.rep
         if rep.fragment != turn_now:
             if rep.stamp and rep.stamp != stamped:
@@ -398,7 +398,8 @@ def _least_restated(groups: Sequence[list[Statement]], keep: Sequence[int],
 def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: Sequence[str],
          days: Sequence[date], target: int, count: Count) -> tuple[str | None, int]:
     """The least lossy rendering of the kept fragments within ``target`` (or None), and the
-    size of the densest one tried."""
+    size of the densest one tried. Every statement of every kept fragment is written: what
+    can't be is left out whole, by the caller, and stays as it was."""
     kept = set(keep)
     groups = []
     for g in everything:
@@ -408,68 +409,17 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
     groups.sort(key=lambda g: (g.rep.fragment, g.rep.order))
     wanted = anchors_of([contents[f] for f in keep])
     first, last = days[keep[0]], days[keep[-1]]
-    plan = _Plan()
-    text = render(groups, plan, first, last)
-    densest = count(text)
-    if densest <= target and wanted.kept_by(text) >= MIN_COVERAGE:
-        return text, densest
-    for change in (_no_span, _anchors_only, *_drops(groups)):
-        undo = change(plan)
+    densest: int | None = None
+    # Least loss first: as is; without the span of save days; restatements that name
+    # nothing new give their days and causes only (_write_group).
+    for plan in (_Plan(), _Plan(keep_span=False), _Plan(keep_span=False, restated_words=False)):
         text = render(groups, plan, first, last)
-        if wanted.kept_by(text) < MIN_COVERAGE or not _covered(groups, plan, text):
-            undo()
-            continue
-        densest = min(densest, count(text))
-        if densest <= target:
-            return text, densest
+        size = count(text)
+        densest = size if densest is None else min(densest, size)
+        if size <= target and wanted.kept_by(text) >= MIN_COVERAGE:
+            return text, size
+    assert densest is not None
     return None, densest
-
-
-Undo = Callable[[], None]
-
-
-def _no_span(plan: _Plan) -> Undo:
-    """The save days' span goes (each statement keeps the dates it writes)."""
-    plan.keep_span = False
-    return lambda: setattr(plan, "keep_span", True)
-
-
-def _anchors_only(plan: _Plan) -> Undo:
-    """A restatement naming nothing new adds its days and causes only (:func:`_write_group`)."""
-    plan.restated_words = False
-    return lambda: setattr(plan, "restated_words", True)
-
-
-def _drops(groups: Sequence[Group]) -> list[Callable[[_Plan], Undo]]:
-    """Leaving out a statement whose anchors the rest of the text holds (or that has none):
-    those without anchors first, each kind least content per token first."""
-    def key(gi: int) -> tuple[bool, float]:
-        rep = groups[gi].rep
-        return bool(_anchor_keys(groups[gi])), len(rep.content) / max(1, len(rep.text))
-
-    def dropper(gi: int) -> Callable[[_Plan], Undo]:
-        def drop(plan: _Plan) -> Undo:
-            plan.dropped.add(gi)
-            return lambda: plan.dropped.discard(gi)
-        return drop
-
-    return [dropper(gi) for gi in sorted(range(len(groups)), key=key)]
-
-
-def _anchor_keys(g: Group) -> set[str]:
-    keys: set[str] = set()
-    for m in g.members:
-        keys |= m.ids | {s.key for s in m.spans}
-        if m.cause:
-            keys |= _plain_words(m.cause)
-    return keys
-
-
-def _covered(groups: Sequence[Group], plan: _Plan, text: str) -> bool:
-    """Does the text still hold every anchor of every statement left out?"""
-    low = text.casefold()
-    dates = {d.key for d in tx.find_dates(text)}
-    return all(k in dates or k in low for gi in plan.dropped for k in _anchor_keys(groups[gi]))
 
 
 def _attach_vectors(stmts: list[Statement], contents: Sequence[str],
