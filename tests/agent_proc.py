@@ -23,12 +23,13 @@ from remd import Memory, RemdError
 
 PROJECTS = ["Falcon", "Heron", "Juniper", "Quartz", "Marlin", "Cobalt"]
 PEOPLE = ["Priya Sharma", "Lars Olsen", "Mei Chen", "Tomas Novak", "Aisha Bello", "Diego Ruiz"]
+# Restatements (what REM folds), a distinct fact per agent and op, and a changing fact.
 TEMPLATES = [
-    "Project {p} kicked off with {who} as the lead (note {n}).",
-    "{who} is leading {p} from the Lisbon office (note {n}).",
-    "The {p} team chose Postgres for the ingestion pipeline (note {n}).",
+    "Project {p} had timeouts again.",
+    "Saw timeouts on project {p} again.",
     "Budget for {p} approved: {n} thousand euros.",
-    "Outage: {p}'s Kafka cluster went down (note {n}).",
+    "Project {p} timed out once more, {who} looked at it.",
+    "Timeouts on project {p} again.",
     "My favourite colour is now {colour}.",
 ]
 COLOURS = ["teal", "amber", "crimson", "olive", "violet"]

@@ -39,13 +39,14 @@ from tests.llm_server import slow
 DAY = 86400.0
 HOUR = 3600.0
 NOW = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
+# What REM is for: one incident of each project restated again and again with its dates.
 TEMPLATES = [
-    "Project {p} kicked off in {c} with {who} as the lead.",
-    "{who} is leading {p} from the {c} office.",
-    "The {p} team chose {t} for the ingestion pipeline.",
-    "We picked {t} for {p} because the old stack could not scale.",
-    "Budget for {p} approved: {n} thousand euros.",
-    "Outage: {p}'s {t} cluster went down in {c}.",
+    "{p} had timeouts on 2024-02-11.",
+    "Saw timeouts on {p} again on 2024-03-12.",
+    "{p} had timeouts again on 2024-04-13, {who} was on call.",
+    "Timeouts on {p} once more on 2024-05-14.",
+    "The {p} service timed out again on 2024-06-15.",
+    "{p} hit timeouts again on 2024-07-16.",
 ]
 TOPICS = [
     {"p": "Falcon", "who": "Priya Sharma", "c": "Lisbon", "t": "Postgres", "n": 120},
