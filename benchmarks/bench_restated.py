@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import tempfile
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -110,11 +111,15 @@ def main() -> None:
     lines = [json.dumps({"content": t, "created_at": iso(at)})
              for _, frags in topics for t, at in frags]
     dates = {d.key for _, frags in topics for t, _ in frags for d in find_dates(t)}
-    db = Path(tempfile.mkdtemp(prefix="remd-restated-")) / "restated.db"
+    tmp = Path(tempfile.mkdtemp(prefix="remd-restated-"))
+    db, untouched = tmp / "restated.db", tmp / "before.db"
     with Memory(db, clock=lambda: NOW) as m:
         m.import_lines(lines)
+    shutil.copy(db, untouched)  # an inject is a use: "before" is asked of a copy
+    with Memory(untouched, clock=lambda: NOW) as m:
         nodes_b, tokens_b, _ = live_text(m)
         found_b = {b: found(m, topics, b) for b in args.budgets}
+    with Memory(db, clock=lambda: NOW) as m:
         t0 = time.perf_counter()
         run = m.run_rem(now=NOW)
         rem_s = time.perf_counter() - t0

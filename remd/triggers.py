@@ -3,9 +3,11 @@
 Four checks, each a pure function of the stored state and ``now``, each with its threshold in
 :class:`~remd.config.TriggerConfig` (and each switchable off with ``triggers.disabled``):
 
-- ``node_count``: live memories in the namespace > ``max_live_nodes`` (300).
+- ``node_count``: live memories in the namespace that no hold keeps out of runs
+  (:mod:`remd.holds`) > ``max_live_nodes`` (300).
 - ``retrieval_quality``: mean importance (at injection time) of the items of the last
-  ``retrieval_window_packs`` packs < ``min_retrieval_importance`` (0.45).
+  ``retrieval_window_packs`` packs < ``min_retrieval_importance`` (0.45), and a pack injected
+  since the last REM run started (the same packs never start a second run).
 - ``idle``: no save or inject for > ``idle_hours`` (4 h), and no REM run started since the
   last activity (otherwise an idle namespace would re-trigger at every check). A rolled-back
   run counts while the holds its rollback recorded last (:mod:`remd.holds`): otherwise the
@@ -195,10 +197,15 @@ def _report(ns: str, at: float, cfg: TriggerConfig, m: _Measures) -> TriggerRepo
             "no packs injected yet")
     else:
         low = mean_imp < cfg.min_retrieval_importance
-        add(TriggerReason.RETRIEVAL_QUALITY, low, round(float(mean_imp), 6),
-            cfg.min_retrieval_importance,
-            f"mean importance of the items of the last {m.packs} pack(s) is "
-            f"{mean_imp:.3f} {'<' if low else '>='} {cfg.min_retrieval_importance}")
+        # Packs older than the last run say nothing new: that run already answered them
+        # (else the check would start a run at every tick until the agent injects again).
+        stale = m.last_rem is not None and (m.last_inject is None or m.last_inject <= m.last_rem)
+        text = (f"mean importance of the items of the last {m.packs} pack(s) is "
+                f"{mean_imp:.3f} {'<' if low else '>='} {cfg.min_retrieval_importance}")
+        if low and stale:
+            text += "; a REM run has started since the last of them"
+        add(TriggerReason.RETRIEVAL_QUALITY, low and not stale, round(float(mean_imp), 6),
+            cfg.min_retrieval_importance, text)
 
     activity = max((t for t in (m.last_save, m.last_inject) if t is not None), default=None)
     if activity is None:

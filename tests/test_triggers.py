@@ -76,6 +76,16 @@ def test_retrieval_quality_uses_the_importance_of_recent_packs(db_path: Path,
         value = check(report, TriggerReason.RETRIEVAL_QUALITY).value  # type: ignore
         assert value is not None and value < 0.45
         assert TriggerReason.RETRIEVAL_QUALITY in report.fired
+        # A run answers those packs: they never start another one (the daemon would start a
+        # run at every tick), until the agent injects again.
+        m.run_rem(now=clock.now)
+        clock.advance(60)
+        report = evaluate(m.engine, m.namespace)
+        assert TriggerReason.RETRIEVAL_QUALITY not in report.fired
+        assert "since the last of them" in check(  # type: ignore[attr-defined]
+            report, TriggerReason.RETRIEVAL_QUALITY).explanation
+        m.inject("Falcon deploy key", token_budget=200)
+        assert TriggerReason.RETRIEVAL_QUALITY in evaluate(m.engine, m.namespace).fired
 
 
 def test_contradiction_ratio(db_path: Path, clock: Clock) -> None:
