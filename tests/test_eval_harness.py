@@ -177,3 +177,17 @@ def test_probe_scores_a_tiny_conversation_and_writes_nothing(tmp_path: Path) -> 
     assert sum(base.cause[(4, 256)].values()) == 1 and base.cause[(4, 256)]["packed"] == 1
     assert base.recall[(4, 16)] in ([0.0], [1.0])  # 16 tokens hold one turn at most
     assert len(base.seconds) == 2  # each question with evidence was probed once, not per budget
+
+
+def test_the_rem_section_runs_a_cycle_on_the_current_api(db_path: Path) -> None:
+    """benchmarks.eval's REM section forces one offline cycle (it once called an old
+    signature and failed only when the section ran)."""
+    from benchmarks.eval import rem_eval
+    from remd import Memory
+    from tests.test_rem import NOW, fragments, old_lines
+
+    with Memory(db_path, clock=lambda: NOW) as m:
+        m.import_lines(old_lines(fragments(3)))
+        before = rem_eval._live_tokens(m)
+        run = rem_eval.run_rem(m)
+        assert run.synthesised >= 3 and rem_eval._live_tokens(m) < before

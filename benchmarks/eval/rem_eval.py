@@ -46,15 +46,22 @@ def _ask_all(subject: RemdSubject, conv: locomo.Conversation, budgets: Sequence[
 YEAR = 365 * 86400.0
 
 
+def _live_tokens(mem: Any) -> int:
+    """o200k tokens of the namespace's live memories (what inject can return)."""
+    return int(mem.store.scalar("SELECT coalesce(sum(tokens), 0) FROM nodes WHERE namespace = ? "
+                                "AND status = 'live'", (mem.namespace,)))
+
+
 def run_rem(mem: Any, density: float | None = None) -> Any:
     """One REM cycle at the memory's clock, whatever the triggers say (the manual path,
     offline synthesiser at ``density``, default the config's)."""
-    from remd.rem import run_rem as rem_cycle
+    from remd.rem import sentence_embed
     from remd.synthesis import OfflineSynthesiser
 
     if density is None:
         density = mem.config.rem.offline_density
-    return rem_cycle(mem, synthesiser=OfflineSynthesiser(density))
+    return mem.run_rem(synthesiser=OfflineSynthesiser(
+        density, count=mem.engine.counter.count, embed=sentence_embed(mem.engine)))
 
 
 def section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
@@ -82,19 +89,20 @@ def _section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
                                                  for w in ("before", "after")}
     answer: dict[str, dict[int, list[float]]] = {w: {b: [] for b in budgets}
                                                  for w in ("before", "after")}
-    live_b = live_a = 0
+    live_b = live_a = tokens_b = tokens_a = 0
     mid = budgets[len(budgets) // 2]
     try:
         for conv in convs:
             t0 = time.perf_counter()
             mem = subject.ingest(conv)
             before = _ask_all(subject, conv, budgets)
-            lb = mem.stats().live
+            lb, tb = mem.stats().live, _live_tokens(mem)
             subject.now += YEAR
             t1 = time.perf_counter()
             run = run_rem(mem, density)
             rem_s = time.perf_counter() - t1
-            la = mem.stats().live
+            la, ta = mem.stats().live, _live_tokens(mem)
+            tokens_b, tokens_a = tokens_b + tb, tokens_a + ta
             after = _ask_all(subject, conv, budgets)
             live_b, live_a = live_b + lb, live_a + la
             for when, (rec, ans) in (("before", before), ("after", after)):
@@ -123,8 +131,9 @@ def _section(args: argparse.Namespace, convs: Sequence[locomo.Conversation],
           + "\n")
     n_literal = len(answer["before"][budgets[0]])
     total = [["evidence recall", live_b, live_a, f"{live_b / max(live_a, 1):.2f}x",
-              *(kept(recall, b) for b in budgets)],
-             [f"answer in the pack's text ({n_literal} QA)", "", "", "",
+              tokens_b, tokens_a, *(kept(recall, b) for b in budgets)],
+             [f"answer in the pack's text ({n_literal} QA)", "", "", "", "", "",
               *(kept(answer, b) for b in budgets)]]
-    print(table(["", "live before", "live after", "reduction",
-                 *(f"@{b} before -> after (kept)" for b in budgets)], total) + "\n")
+    print(table(["", "live before", "live after", "reduction", "live tokens before",
+                 "live tokens after", *(f"@{b} before -> after (kept)" for b in budgets)],
+                total) + "\n")
