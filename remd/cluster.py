@@ -188,6 +188,7 @@ def build_clusters(
     live_count: int,
     config: RemConfig,
     edges: Sequence[tuple[int, int]] = (),
+    names: Sequence[Collection[int]] = (),
 ) -> ClusterResult:
     """Cluster n flagged items (row i of ``vectors``, ``tags[i]``, ``chars[i]``).
 
@@ -212,19 +213,32 @@ def build_clusters(
 
     idf = {t: math.log(max(live_count, 1) / tag_df[t]) for t in specific}
     named = [frozenset(t for t in ts if t in specific) for ts in tags]
-    # A memory's principal name: its most specific tag that some other memory also carries.
-    principal = [max((idf[t] for t in ns if tag_df[t] >= 2), default=None) for ns in named]
+    # A memory's principal name: its most specific name that some other memory also carries,
+    # else its most specific tag that one does ("launched" can be rarer than "Risris").
+    shared = [frozenset(t for t in ns if tag_df[t] >= 2) for ns in named]
+    own = [frozenset(names[i]) & shared[i] if i < len(names) else frozenset()
+           for i in range(n)]
+    candidates = [own[i] or shared[i] for i in range(n)]
+    principal = [max((idf[t] for t in c), default=None) for c in candidates]
+    # ...and the tags that are that specific (a tie is several).
+    principal_tags = [frozenset(t for t in c if idf[t] == p)
+                      for c, p in zip(candidates, principal, strict=True)]
     edge_set = {(min(a, b), max(a, b)) for a, b in edges if a != b and 0 <= a < n and 0 <= b < n}
 
     def same_subject(a: int, b: int) -> bool:
         """Whether what a and b share (the IDF of their shared specific tags) is about as
         specific as what at least one of them is about (its principal name, up to a factor 2
-        in rarity: in a small namespace IDF is noisy). "the Falcon wiki hint is teal-1" / "the
-        Heron wiki hint is teal-2" share "teal", but each names a much rarer project: two facts,
-        not one. Memories that name nothing specific may still be near-duplicates."""
+        in rarity: in a small namespace IDF is noisy), and one of them is about something the
+        other names too. "the Falcon wiki hint is teal-1" / "the Heron wiki hint is teal-2"
+        share "teal", but each names a much rarer project: two facts, not one; "Falcon went
+        live on 3 May" / "Heron went live on 9 June" share "live", as specific as either
+        name in a namespace of such statements, but neither names the other's project.
+        Memories that name nothing specific may still be near-duplicates."""
         pa, pb = principal[a], principal[b]
         if pa is None or pb is None:
             return True
+        if not (principal_tags[a] & named[b] or principal_tags[b] & named[a]):
+            return False
         shared = sum(idf[t] for t in named[a] & named[b])
         return shared >= min(pa, pb) - _SUBJECT_SLACK
 

@@ -164,10 +164,13 @@ class ClusterWriter:
                 "reason) VALUES (?, ?, ?, ?, ?, ?)",
                 (self.run_id, no, status.value, synthesis_id,
                  json.dumps(before), reason))
-            if isinstance(answer, NotDenser):
-                # Nothing denser can be written from these as they are: later automatic runs
-                # leave them alone until they change or the hold ends (remd.holds).
-                holds.hold(conn, self.ns, self.run_id, [str(r[1]) for r in rows], self.now,
+            # Nothing denser can be written from these as they are (the whole cluster, or what
+            # a split left out): later automatic runs leave them alone until they change or
+            # the hold ends (remd.holds).
+            folded = set(members) if status is ClusterStatus.COMMITTED else set()
+            if isinstance(answer, NotDenser) or folded:
+                left = [self.m.ids[k] for k in self._members[no] if k not in folded]
+                holds.hold(conn, self.ns, self.run_id, left, self.now,
                            self.engine.config.rem.hold_days)
             conn.execute(
                 "UPDATE rem_runs SET synthesised = synthesised + ?, skipped = skipped + ? "

@@ -47,6 +47,7 @@ MIN_COVERAGE = 0.95  # share of the members' anchors a synthesis keeps
 # the other's, or neither names anything.
 _SAME_MANY, _SAME_ONE, _SAME_NONE = 0.5, 0.7, 0.7
 _SHARED_WORDS = 0.5  # ...or share this share of their words (Jaccard), dates and numbers aside
+_COMPARED = 16  # statements of a group a new one is compared with
 _PARAPHRASE = 0.8  # a member this alike its group's statement adds only its anchors
 
 
@@ -170,31 +171,40 @@ def similarity(a: Statement, b: Statement) -> float:
     return len(a.content & b.content) / len(union) if union else 0.0
 
 
+def _compatible(s: Statement, lead: Statement) -> bool:
+    """Could ``s`` restate ``lead``? Never across speakers or a negation, nor when they name
+    different things ("Sulren opened on 7 Jul" / "Sulmiren opened on 25 Aug"): one's names
+    and numbers must be the other's, or a part of them."""
+    return (s.negated == lead.negated and s.speaker == lead.speaker
+            and (s.ids <= lead.ids or lead.ids <= s.ids))
+
+
 def _joins(s: Statement, lead: Statement, sim: float) -> bool:
-    """Is ``s`` a restatement of ``lead``? Never across speakers or a negation. Statements
-    that name the same things (or one names a subset of the other's, or neither names
-    anything) are one fact when they are alike in meaning or share half their words; others
-    never ("Sulren opened on 7 Jul" / "Sulmiren opened on 25 Aug")."""
-    if s.negated != lead.negated or s.speaker != lead.speaker:
-        return False
-    if s.ids <= lead.ids or lead.ids <= s.ids:
+    """Is ``s`` a restatement of ``lead``? When :func:`_compatible`, and alike in meaning
+    (``sim``) or sharing half their words."""
+    if _compatible(s, lead):
         same_many = s.ids == lead.ids and len(s.ids) >= 2
         floor = _SAME_MANY if same_many else _SAME_ONE if s.ids or lead.ids else _SAME_NONE
         union = s.content | lead.content
         shared = len(s.content & lead.content) / len(union) if union else 0.0
         return sim >= floor or shared >= _SHARED_WORDS
-    return False  # they name different things: two facts, however alike the wording
+    return False
 
 
 def group(stmts: Sequence[Statement]) -> list[list[Statement]]:
-    """Restatements together (each joins the most alike group whose first statement it
-    matches; a leader is never compared through a chain of others)."""
+    """Restatements together: each statement joins the group it is most alike, among those
+    whose first statement names the same things as it (or a subset, or a superset) and one of
+    whose statements it restates (:func:`_joins`). Names are checked against the first
+    statement, so a group never drifts from one subject to another through a chain."""
     groups: list[list[Statement]] = []
     for s in stmts:
         best, best_sim = None, -1.0
         for g in groups:
-            sim = similarity(s, g[0])
-            if sim > best_sim and _joins(s, g[0], sim):
+            if not _compatible(s, g[0]):
+                continue
+            sim = max(similarity(s, m) for m in g[:_COMPARED])
+            joins = any(_joins(s, m, similarity(s, m)) for m in g[:_COMPARED])
+            if joins and sim > best_sim:
                 best, best_sim = g, sim
         if best is None:
             groups.append([s])

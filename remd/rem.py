@@ -57,6 +57,8 @@ from remd.merge import Embed
 from remd.models import TriggerReason
 from remd.store import rows_in
 from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
+from remd.tagging import name_tags
+from remd.text import is_time_word
 from remd.vectors import from_int8
 
 if TYPE_CHECKING:
@@ -229,11 +231,19 @@ def _plan(engine: Engine, ns: str, now: float, *, write: bool, include_held: boo
     content = dict(_content(engine, flagged_rids))
     position = {rid: k for k, rid in enumerate(flagged_rids)}
     tags: list[list[int]] = [[] for _ in flagged]
+    names: list[list[int]] = [[] for _ in flagged]
+    named = {rid: name_tags(content[rid]) for rid in flagged_rids}
     for part in _chunks(flagged_rids):
         marks = ",".join("?" * len(part))
-        for tid, rid in engine.store.query(
-                f"SELECT tid, rid FROM node_tags WHERE rid IN ({marks})", list(part)):
-            tags[position[rid]].append(int(tid))
+        for tid, rid, name in engine.store.query(
+                f"SELECT nt.tid, nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
+                f"WHERE nt.rid IN ({marks})", list(part)):
+            # A shared month or year is not a shared subject: "Risris launched 22 Mar" and
+            # "a full disk on Bellum on 17 Mar" are two facts.
+            if not is_time_word(name):
+                tags[position[rid]].append(int(tid))
+                if name in named[rid]:
+                    names[position[rid]].append(int(tid))
     tag_df = dict(engine.store.query(
         "SELECT nt.tid, count(*) FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
         "WHERE n.namespace = ? AND n.status = 'live' GROUP BY nt.tid", (ns,)))
@@ -247,7 +257,8 @@ def _plan(engine: Engine, ns: str, now: float, *, write: bool, include_held: boo
     matrix = (np.vstack([vectors[r] for r in flagged_rids]) if flagged_rids
               else np.zeros((0, 384), np.float32))
     result = build_clusters(matrix, tags, [len(content[r]) for r in flagged_rids],
-                            tag_df=tag_df, live_count=len(scores), config=cfg.rem, edges=edges)
+                            tag_df=tag_df, live_count=len(scores), config=cfg.rem, edges=edges,
+                            names=names)
     timings["cluster"] = time.perf_counter() - t0
     return _Plan(scores=scores, flagged=flagged, held=held, clusters=list(result.clusters),
                  content=content, live_before=len(scores), unembedded=len(candidates) -

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from functools import cache, lru_cache
 
 from remd.errors import InvalidInput
-from remd.text import STOP_WORDS
+from remd.text import STOP_WORDS, name_runs
 
 __all__ = ["extract_entities", "extract_query_tags", "extract_tags", "is_verb_form", "lemma",
-           "normalise_tag"]
+           "name_tags", "normalise_tag"]
 
 # The namespace vocabulary: given candidate tags, returns those that exist already.
 Known = Callable[[list[str]], set[str]]
@@ -573,6 +573,21 @@ def extract_entities(text: str) -> set[str]:
     word that only opens a sentence ("Investigated the outage.") is not one. Never raises."""
     pool, _ = _collect(text, query=False)
     return {name for name in pool.names if name in pool.cands}
+
+
+def name_tags(text: str) -> set[str]:
+    """The names a text writes (:func:`remd.text.name_runs`; a word opening a sentence too,
+    unless it is a stop word or a verb form: "Risris launched" names Risris, "Saw it" and
+    "Investigated" name no one), as tags. Never raises."""
+    out: set[str] = set()
+    for name, opens in name_runs(text[:SCAN_CHARS]):
+        if opens and (name.lower() in STOP_WORDS or is_verb_form(name)):
+            continue
+        try:
+            out.add(normalise_tag(name))
+        except InvalidInput:
+            continue
+    return out
 
 
 def is_verb_form(word: str) -> bool:

@@ -285,6 +285,19 @@ def find_dates(text: str, bare_months: bool = False) -> list[DateSpan]:
     return out
 
 
+_TIME_WORDS = word_set(
+    " ".join(MONTHS) + " " + " ".join(m[:3] for m in MONTHS)
+    + " sept monday tuesday wednesday thursday friday saturday sunday"
+    " mon tue tues wed thu thur thurs fri sat sun")
+
+
+def is_time_word(word: str) -> bool:
+    """A month, a weekday or a year (a tag such as ``mar``, ``tuesday``, ``2024``): when, not
+    what about."""
+    low = word.casefold()
+    return low in _TIME_WORDS or _YEAR.fullmatch(low) is not None
+
+
 def years(text: str) -> list[int]:
     """Four-digit years (1800-2999) written in a text."""
     return [int(y) for y in _YEAR.findall(text)]
@@ -298,30 +311,19 @@ _MON_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct
 
 
 def format_days(days: Iterable[date]) -> str:
-    """Days as one short list, oldest first, each month and year written once after its last
-    day: "12 Jan, 3 Feb and 14 Mar 2025", "6 and 26 Mar; 6, 16 and 26 Jun 2024",
-    "30 Dec 2024 and 2 Jan 2025" (:func:`find_dates` reads every day of it back)."""
+    """Days as one short list, oldest first, each year written once after its last day:
+    "12 Jan, 3 Feb and 14 Mar 2025", "30 Dec 2024 and 2 Jan 2025" (:func:`find_dates` reads
+    every day of it back)."""
     ordered = sorted(set(days))
-    months: list[list[date]] = []
-    for d in ordered:
-        if months and (months[-1][0].year, months[-1][0].month) == (d.year, d.month):
-            months[-1].append(d)
-        else:
-            months.append([d])
     parts: list[str] = []
-    for i, group in enumerate(months):
-        numbers = [str(d.day) for d in group]
-        text = numbers[0] if len(numbers) == 1 else (
-            ", ".join(numbers[:-1]) + " and " + numbers[-1])
-        text += f" {_MON_ABBR[group[0].month - 1]}"
-        if i + 1 == len(months) or months[i + 1][0].year != group[0].year:
-            text += f" {group[0].year}"
+    for i, d in enumerate(ordered):
+        text = f"{d.day} {_MON_ABBR[d.month - 1]}"
+        if i + 1 == len(ordered) or ordered[i + 1].year != d.year:
+            text += f" {d.year}"
         parts.append(text)
     if len(parts) <= 1:
         return "".join(parts)
-    sep = "; " if any(len(g) > 1 for g in months) else ", "
-    last = "; " if sep == "; " else " and "
-    return sep.join(parts[:-1]) + last + parts[-1]
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def format_span(first: date, last: date) -> str:

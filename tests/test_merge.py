@@ -111,8 +111,11 @@ def test_text_module_reads_back_the_lists_it_writes() -> None:
     days = [date(2024, 3, 6), date(2024, 3, 26), date(2024, 6, 6), date(2024, 6, 16),
             date(2023, 12, 30)]
     written = format_days(days)
-    assert written == "30 Dec 2023; 6 and 26 Mar; 6 and 16 Jun 2024"
+    assert written == "30 Dec 2023, 6 Mar, 26 Mar, 6 Jun and 16 Jun 2024"
     assert {d.key for d in find_dates(written)} == {d.isoformat() for d in days}
+    grouped = "6 and 26 Mar; 6, 16 and 26 Jun 2024"  # as people write lists too
+    assert [d.key for d in find_dates(grouped)] == [
+        "2024-03-06", "2024-03-26", "2024-06-06", "2024-06-16", "2024-06-26"]
     assert sentences("Dr. Smith came; we left! New line\nnext") == [
         "Dr. Smith came;", "we left!", "New line", "next"]
     assert names("On 14 March 2025 Priya Sharma met Lars in New York.") == [
