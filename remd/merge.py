@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from remd import text as tx
 from remd.errors import NotDenser
+from remd.tagging import is_verb_form
 
 Vectors = npt.NDArray[np.float32]
 Embed = Callable[[list[str]], Vectors | None]  # None: no embedder after all
@@ -128,10 +129,15 @@ def anchors_of(texts: Sequence[str]) -> Anchors:
                    tuple(dict.fromkeys(causes)))
 
 
-def _may_be_name(word: str) -> bool:
-    low = word.lower()
-    past = len(low) >= 5 and low.endswith("ed") and not low.endswith("eed")
-    return low not in tx.STOP_WORDS and not past and not (len(low) >= 6 and low.endswith("ing"))
+def _may_be_name(word: str, sure: frozenset[str], count: Count) -> bool:
+    """Is a word opening its sentence perhaps a name? Yes when the cluster writes it as one
+    elsewhere; no when it is a stop word, a verb form ("Saw", "Paged") or a common word (one
+    token of the tokenizer's vocabulary: "Finance", "Questions", "Cost"), which only the
+    sentence capitalised; else yes ("Vorqua launched ...")."""
+    low = word.casefold()
+    if low in sure:
+        return True
+    return not (low in tx.STOP_WORDS or is_verb_form(low) or count(" " + low) == 1)
 
 
 def _plain_words(text: str) -> frozenset[str]:
@@ -140,7 +146,8 @@ def _plain_words(text: str) -> frozenset[str]:
     return frozenset(w for w in tx.content_words(text) if not any(c.isdigit() for c in w))
 
 
-def statements(contents: Sequence[str], days: Sequence[date]) -> list[Statement]:
+def statements(contents: Sequence[str], days: Sequence[date], count: Count
+               ) -> list[Statement]:
     sure = sure_names(contents)
     out: list[Statement] = []
     for fi, (content, day) in enumerate(zip(contents, days, strict=True)):
@@ -149,9 +156,9 @@ def statements(contents: Sequence[str], days: Sequence[date]) -> list[Statement]
             spans = tx.find_dates(sentence)
             runs = tx.name_runs(sentence)
             nums = set(tx.numbers(sentence))
-            # What it is about: a word opening it may be a name ("Vorqua launched ...")
-            # unless it is a stop word or looks like a verb ("Saw", "Paged").
-            ids = {n.casefold() for n, opens in runs if not opens or _may_be_name(n)} | nums
+            # What it is about (names and numbers; see _may_be_name for an opening word).
+            ids = {n.casefold() for n, opens in runs
+                   if not opens or _may_be_name(n, sure, count)} | nums
             pair = tx.causal(sentence)
             out.append(Statement(
                 fragment=fi, order=si, day=day, text=sentence.rstrip(";").strip(),
@@ -372,7 +379,7 @@ def merge(contents: Sequence[str], created_at: Sequence[float], *, count: Count,
     sentences of longer ones (without either, similarity is shared words). Raises NotDenser.
     """
     days = [datetime.fromtimestamp(t, UTC).date() for t in created_at]
-    stmts = statements(contents, days)
+    stmts = statements(contents, days, count)
     if not stmts:
         raise NotDenser("the fragments hold no sentence")
     _attach_vectors(stmts, contents, vectors, embed)
