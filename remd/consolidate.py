@@ -105,6 +105,8 @@ class ClusterWriter:
         self.heartbeat = heartbeat  # renews the run's lease inside each cluster transaction
         self.synthesis_rids: list[int] = []
         self._members: dict[int, list[int]] = {}
+        # Per committed cluster that a split folded in part: the members left out (held).
+        self.left_out: dict[int, list[int]] = {}
 
     def job(self, no: int, cluster: Cluster) -> Job:
         """The synthesiser's input for a cluster: its fragments and causal edges among them."""
@@ -169,9 +171,11 @@ class ClusterWriter:
             # the hold ends (remd.holds).
             folded = set(members) if status is ClusterStatus.COMMITTED else set()
             if isinstance(answer, NotDenser) or folded:
-                left = [self.m.ids[k] for k in self._members[no] if k not in folded]
-                holds.hold(conn, self.ns, self.run_id, left, self.now,
-                           self.engine.config.rem.hold_days)
+                left = [k for k in self._members[no] if k not in folded]
+                holds.hold(conn, self.ns, self.run_id, [self.m.ids[k] for k in left],
+                           self.now, self.engine.config.rem.hold_days)
+                if folded and left:
+                    self.left_out[no] = left
             conn.execute(
                 "UPDATE rem_runs SET synthesised = synthesised + ?, skipped = skipped + ? "
                 "WHERE run_id = ?", (0 if reason else 1, 1 if reason else 0, self.run_id))

@@ -49,7 +49,10 @@ MIN_COVERAGE = 0.95  # share of the members' anchors a synthesis keeps
 _SAME_MANY, _SAME_ONE, _SAME_NONE = 0.5, 0.7, 0.7
 _SHARED_WORDS = 0.5  # ...or share this share of their words (Jaccard), dates and numbers aside
 _COMPARED = 16  # statements of a group a new one is compared with
-_PARAPHRASE = 0.8  # a member this alike its group's statement adds only its anchors
+# A restatement this alike its group's statement (cosine) says the same thing: its other words
+# are wording ("hit timeouts" / "had timeouts", 0.91). Below, they may be what differs ("failed
+# with slow queries" / "had timeouts", 0.60; "had a memory leak", 0.77) and stay with its days.
+_PARAPHRASE = 0.8
 
 
 @dataclass
@@ -232,16 +235,12 @@ def _typical(members: list[Statement]) -> Statement:
     return max(members, key=score)
 
 
-@dataclass(frozen=True)
-class _Plan:
-    keep_span: bool = True
-    restated_words: bool = True  # see _write_group
-
-
 def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, str]]:
-    """What ``m`` says that its group's statement (and ``seen``) does not, in its own order,
-    as (kind, text): ``"day"`` (ISO), ``"anchor"`` (a new name or number, another date, a
-    cause's word) or ``"word"`` (another new content word)."""
+    """What ``m`` says that its group's statement does not, in its own order, as (kind,
+    text): ``"day"`` (ISO) and ``"anchor"`` (a name or number, another date, a cause's word)
+    not in ``seen`` either; ``"word"``: a content word the statement lacks that is not a verb
+    form (what differs in substance, such as the symptom of an incident: "slow queries";
+    "hit", "saw", "timed" are wording)."""
     out: list[tuple[str, str]] = []
     cause = _plain_words(m.cause) if m.cause else frozenset()
     taken: set[str] = set()
@@ -262,55 +261,48 @@ def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, s
         word = tok.group(0)
         low = word.casefold()
         i += 1
-        if low in seen or low in taken:
-            continue
-        new_id = any(low in name.split() and name not in rep.ids for name in m.sure)
-        if not new_id and (low in tx.STOP_WORDS or low in rep.content):
+        if low in taken or low in rep.content:
             continue
         taken.add(low)
-        out.append(("anchor" if new_id or low in cause else "word", word))
+        if any(low in name.split() and name not in rep.ids for name in m.sure) or low in cause:
+            if low not in seen:
+                out.append(("anchor", word))
+        elif low not in tx.STOP_WORDS and not is_verb_form(low):
+            out.append(("word", word))
     return out
 
 
-def _days_in_place(parts: list[tuple[str, str]]) -> str:
-    """Join a residual's parts, writing each run of days as one short list."""
-    text: list[str] = []
-    run: list[date] = []
-    for kind, p in [*parts, ("", "")]:
-        if kind == "day":
-            run.append(date.fromisoformat(p))
-            continue
-        if run:
-            text.append(tx.format_days(run))
-            run = []
-        if p:
-            text.append(p)
-    return " ".join(text)
-
-
-def _write_group(g: Group, plan: _Plan) -> str:
-    """The group's statement, the days its restatements add merged into its date, and after
-    it what else they add. A paraphrase (or a restatement of the same names) that adds no
-    name, number, date or cause is not written again, and a paraphrase's other words never
-    are: they are wording. Another restatement keeps its words with its day ("also went live
-    1 May 2023"), unless ``plan.restated_words`` is off and it names nothing new: then it
-    counts as the same fact, and its days join the statement's."""
+def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
+    """The group's statement, with the days of the restatements that say nothing else merged
+    into its date ("had timeouts on 12 Jan, 3 Feb and 14 Mar 2025"): those that add only a
+    name or number (written after it) or are paraphrases (:data:`_PARAPHRASE`). After it,
+    what the others add: the words that differ in substance, with their days ("also slow
+    queries 7 Sep 2023"). A restatement with no new day that differs only in such words,
+    names nothing the statement does not and means the same (cosine >= _SAME_ONE) is the
+    same again in other words: not written. A name or number ``written`` by another group's
+    statement is not repeated."""
     rep = g.rep
-    others = [m for m in g.members if m is not rep]
-    seen: set[str] = set(rep.ids) | {s.key for s in rep.spans} | set(rep.content)
+    seen: set[str] = set(rep.ids) | {s.key for s in rep.spans} | written
     plain_days: list[date] = []
+    with_days: dict[str, list[date]] = {}
     extras: list[str] = []
-    for m in sorted(others, key=lambda m: (m.day, m.fragment, m.order)):
+    for m in sorted((m for m in g.members if m is not rep),
+                    key=lambda m: (m.day, m.fragment, m.order)):
         parts = _residual(m, rep, seen)
-        paraphrase = similarity(m, rep) >= _PARAPHRASE
-        if all(kind == "word" for kind, _ in parts) and (paraphrase or m.sure <= rep.ids):
-            continue  # the same again, in other words
-        if paraphrase or (not plan.restated_words and m.sure <= rep.ids):
-            plain_days.extend(date.fromisoformat(t) for kind, t in parts if kind == "day")
-            parts = [(kind, t) for kind, t in parts if kind == "anchor"]
-        seen.update(t.casefold() for _, t in parts)
-        if parts:
-            extras.append(_days_in_place(parts))
+        if similarity(m, rep) >= _PARAPHRASE:  # the same thing said: its other words are wording
+            parts = [(kind, t) for kind, t in parts if kind != "word"]
+        days = [date.fromisoformat(t) for kind, t in parts if kind == "day"]
+        rest = [t for kind, t in parts if kind != "day"]
+        seen.update(t.casefold() for kind, t in parts if kind != "word")
+        if all(kind != "word" for kind, _ in parts):
+            plain_days.extend(days)  # the same fact on other days (a new name: an attribute)
+            if rest:
+                extras.append(" ".join(rest))
+        elif days:
+            with_days.setdefault(" ".join(rest), []).extend(days)
+        elif not (m.sure <= rep.ids and similarity(m, rep) >= _SAME_ONE):
+            extras.append(" ".join(rest))
+    extras += [f"{what} {tx.format_days(days)}" for what, days in with_days.items()]
     body = rep.text.rstrip(".!?;, ")
     if plain_days and len(rep.days) == 1 and len(rep.spans) == 1:
         span = rep.spans[0]
@@ -323,13 +315,14 @@ def _write_group(g: Group, plan: _Plan) -> str:
     return body + "."
 
 
-def render(groups: Sequence[Group], plan: _Plan, first: date, last: date) -> str:
+def render(groups: Sequence[Group], first: date, last: date, keep_span: bool = True) -> str:
     parts: list[str] = []
-    if plan.keep_span:
+    if keep_span:
         parts.append(f"{tx.format_span(first, last)}:")
     stamped = ""
     speaker_now = ""
     turn_now = -1
+    written = frozenset().union(*(g.rep.ids for g in groups))
     for g in groups:
         rep = g.rep
         if rep.fragment != turn_now:
@@ -341,7 +334,7 @@ def render(groups: Sequence[Group], plan: _Plan, first: date, last: date) -> str
                 parts.append(rep.speaker)
                 speaker_now = rep.speaker
             turn_now = rep.fragment
-        parts.append(_write_group(g, plan))
+        parts.append(_write_group(g, written))
     return " ".join(parts)
 
 
@@ -427,10 +420,9 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
     wanted = anchors_of([contents[f] for f in keep])
     first, last = days[keep[0]], days[keep[-1]]
     densest: int | None = None
-    # Least loss first: as is; without the span of save days; restatements that name
-    # nothing new give their days and causes only (_write_group).
-    for plan in (_Plan(), _Plan(keep_span=False), _Plan(keep_span=False, restated_words=False)):
-        text = render(groups, plan, first, last)
+    # As is, else without the span of save days (each statement keeps the dates it writes).
+    for keep_span in (True, False):
+        text = render(groups, first, last, keep_span)
         size = count(text)
         densest = size if densest is None else min(densest, size)
         if size <= target and wanted.kept_by(text) >= MIN_COVERAGE:

@@ -480,11 +480,20 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
         workers = engine.config.llm.concurrency if isinstance(synth, LLMSynthesiser) else 1
         done = 0
         t0 = time.perf_counter()
+        next_no = len(jobs)
         for job, answer in _answers(synth, jobs, workers, stop):
             outcome = writer.write(job, answer)
             done += 1
             if progress:
                 progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
+            # A split folded part of the cluster: what it left out may still merge on its own
+            # ("Druvorhos costs ..." restated, beside "Druvorhos went live ..." restated).
+            while len(left := writer.left_out.pop(job[0], [])) >= 2 and not stop():
+                job = writer.job(next_no, Cluster(members=tuple(left), coherence=0.0))
+                next_no += 1
+                outcome = writer.write(job, _synthesise(synth, job))
+                if progress:
+                    progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
         timings["synthesise_and_write"] = time.perf_counter() - t0
         if done < len(jobs):
             status = RunStatus.INTERRUPTED
