@@ -150,10 +150,11 @@ def _check_graph(m: Memory, base: Baseline) -> tuple[int, int]:
     for src, dst in q("SELECT src, dst FROM edges WHERE namespace = ? AND live = 1 AND "
                       "type = 'DERIVED_FROM'", (ns,)):
         derived.setdefault(src, set()).add(dst)
-    clusters = q("SELECT c.run_id, c.status, c.synthesis_id, c.members FROM rem_clusters c "
-                 "JOIN rem_runs r ON r.run_id = c.run_id WHERE r.namespace = ?", (ns,))
+    clusters = q("SELECT c.run_id, c.status, c.synthesis_id, c.members, c.cluster_no "
+                 "FROM rem_clusters c JOIN rem_runs r ON r.run_id = c.run_id "
+                 "WHERE r.namespace = ?", (ns,))
     committed = {sid: (run, {x["id"] for x in json.loads(members)})
-                 for run, status, sid, members in clusters
+                 for run, status, sid, members, _ in clusters
                  if status == "committed" and run in live_runs}
 
     for node in base.live:  # nothing lost
@@ -207,7 +208,10 @@ def _check_graph(m: Memory, base: Baseline) -> tuple[int, int]:
         done = sum(1 for c in rows if c[1] == "committed")
         assert synthesised == done == sum(1 for v in nodes.values() if v[3] == run), run
         assert skipped == len(rows) - done, run
-        assert len(rows) <= n_clusters and (status != "completed" or len(rows) == n_clusters)
+        # The planned clusters, then (numbered after them) what splits left out, merged again.
+        planned = [c for c in rows if c[4] < n_clusters]
+        assert len(planned) <= n_clusters and (status != "completed"
+                                               or len(planned) == n_clusters)
         assert status in ("running", "completed", "interrupted"), (run, status)
     running = [r for r in live_runs if runs[r][0] == "running"]
     assert len(running) <= 1 and (not running or running[0] == list(runs)[-1]), running
