@@ -395,13 +395,14 @@ def merge(contents: Sequence[str], created_at: Sequence[float], *, count: Count,
 
 def _least_restated(groups: Sequence[list[Statement]], keep: Sequence[int],
                     sizes: Sequence[int]) -> int:
-    """The kept fragment whose statements others restate least (then the longest)."""
+    """The kept fragment that others restate least: its most restated statement is said by
+    the fewest kept fragments (a fragment of facts said once first); then the longest."""
     kept = set(keep)
-    restated: dict[int, int] = {f: 1 << 30 for f in keep}
+    restated: dict[int, int] = dict.fromkeys(keep, 0)
     for g in groups:
         frags = {m.fragment for m in g if m.fragment in kept}
         for f in frags:
-            restated[f] = min(restated[f], len(frags))
+            restated[f] = max(restated[f], len(frags))
     return min(keep, key=lambda f: (restated[f], -sizes[f], f))
 
 
@@ -416,7 +417,7 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
         members = [m for m in g if m.fragment in kept]
         if members:
             groups.append(Group(members, _typical(members)))
-    groups.sort(key=lambda g: (g.rep.fragment, g.rep.order))
+    groups.sort(key=lambda g: min((m.fragment, m.order) for m in g.members))
     wanted = anchors_of([contents[f] for f in keep])
     first, last = days[keep[0]], days[keep[-1]]
     densest: int | None = None
