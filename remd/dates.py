@@ -15,20 +15,15 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
-from remd.text import BARE_MONTH, MONTHS
+from remd.text import find_dates
 
 DAY = 86400.0
 
-# Dates a query names. "on 1 May, 2022" / "on May 1st, 2022" is a day, "in October 2023" a
-# month, "in 2023" a year, "in June" that month of any year. A month named alone counts only
-# after a word that makes it a time ("in", "during", "last", ...): "May I ask", "we march on"
-# and "what did June say" name no month.
-_MONTHS = MONTHS
-_MON = "|".join(_MONTHS)
-_DAY_MONTH_YEAR = re.compile(
-    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON}),?\s+(\d{{4}})\b", re.I)
-_MONTH_DAY_YEAR = re.compile(rf"\b({_MON})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
-_MONTH_YEAR = re.compile(rf"\b({_MON}),?\s+(?:of\s+)?(\d{{4}})\b", re.I)
+# Dates a query names, read with remd.text's date grammar (the one memories are read with):
+# "on 1 May, 2022", "on May 1st, 2022" or "2022-05-01" is a day, "in October 2023" a month,
+# "in 2023" a year, "in June" that month of any year. A month named alone counts only after a
+# word that makes it a time ("in", "during", "last", ...): "May I ask", "we march on" and
+# "what did June say" name no month.
 _YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")
 
 
@@ -97,25 +92,20 @@ def query_period(query: str) -> Period | None:
     Memories are dated by when they were saved (``created_at``, UTC), so this is a cheap
     check on candidates already found, never a scan of the namespace.
     """
-    days: list[tuple[float, float]] = []
-    for pattern, order in ((_DAY_MONTH_YEAR, (1, 2, 3)), (_MONTH_DAY_YEAR, (2, 1, 3))):
-        for m in pattern.finditer(query):
-            day, month, year = (m.group(i) for i in order)
-            start = _utc(int(year), _MONTHS.index(month.lower()) + 1, int(day))
-            if start is not None:
-                days.append((start, start + DAY))
+    spans = find_dates(query, bare_months=True)
+    days = [(start, start + DAY) for d in spans
+            if (day := d.day_date) is not None
+            and (start := _utc(day.year, day.month, day.day)) is not None]
     if days:
         return Period(ranges=tuple(days))
-    months: list[tuple[float, float]] = []
-    for m in _MONTH_YEAR.finditer(query):
-        month, year = _MONTHS.index(m.group(1).lower()) + 1, int(m.group(2))
-        start, end = _utc(year, month), _utc(year + month // 12, month % 12 + 1)
-        if start is not None and end is not None:
-            months.append((start, end))
+    months = [(start, end) for d in spans  # a month, or a day that can't be ("31 February")
+              if d.year is not None and d.month is not None and d.day_date is None
+              and (start := _utc(d.year, d.month)) is not None
+              and (end := _utc(d.year + d.month // 12, d.month % 12 + 1)) is not None]
     if months:
         return Period(ranges=tuple(months))
-    bare = frozenset(_MONTHS.index(m.group(1).lower()) + 1
-                     for m in BARE_MONTH.finditer(query))
+    bare = frozenset(d.month for d in spans
+                     if d.month is not None and d.year is None and d.day is None)
     if bare:
         return Period(months=bare)
     years = [(a, b) for m in _YEAR.finditer(query)

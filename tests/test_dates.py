@@ -181,3 +181,15 @@ def test_a_span_overlaps_when_a_moment_of_it_is_covered(phrases: list[str], star
     assert got.tolist() == [want]
     point = period.overlaps_many(np.array([float(start)]), np.array([float(start)]), pad)
     assert point.tolist() == [period.covers(float(start), pad)]
+
+
+def test_queries_are_read_with_the_grammar_memories_are_read_with() -> None:
+    """One date grammar (remd.text): an ISO day, an abbreviated month and a list in a query
+    name the days a synthesis writes them in."""
+    period = query_period("what happened on 2024-05-01?")
+    assert period is not None and period.ranges == ((ts(2024, 5, 1), ts(2024, 5, 2)),)
+    period = query_period("anything in Mar 2023?")
+    assert period is not None and period.ranges == ((ts(2023, 3), ts(2023, 4)),)
+    period = query_period("the outages on 12 Jan, 3 Feb and 14 Mar 2025")
+    assert period is not None and len(period.ranges) == 3
+    assert period.ranges[0] == (ts(2025, 1, 12), ts(2025, 1, 13))
