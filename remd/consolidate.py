@@ -204,7 +204,7 @@ class ClusterWriter:
         # and holds from its earliest member's start (valid_from, else created_at). Its last
         # access is the members' latest: nobody has read this content since, and a run is not
         # a use, so recency-based importance goes on decaying where the members left it.
-        # (REM's own "too fresh to fold" check reads the run's start instead, see rem._plan.)
+        # (REM's own "too fresh to fold" check reads the run's start instead, see remplan.plan_run.)
         created = max(float(r[6]) for r in rows)
         last_access = max(created, max(float(r[7]) for r in rows))
         valid_from = min(float(r[6] if r[8] is None else r[8]) for r in rows)

@@ -5,10 +5,12 @@ A run (:func:`run_rem`):
 1. refreshes importance at ``now`` (:mod:`remd.importance`) and flags live memories older than
    ``rem.min_age_days`` whose importance is < τ or whose confidence is low (fact nodes are left
    alone unless ``rem.consolidate_facts``: a folded fact could no longer be superseded);
-2. clusters them (:mod:`remd.cluster`);
+2. clusters them (:mod:`remd.remplan`, :mod:`remd.cluster`);
 3. asks the synthesiser for each cluster (LLM calls run on ``llm.concurrency`` threads, outside
-   any transaction); an error, or an answer that keeps too few of the members' names and
-   numbers, skips the cluster and its members stay live;
+   any transaction); an error, an answer that keeps too few of the members' names and
+   numbers, or a cluster the offline merge cannot make denser (NotDenser) skips the cluster
+   and its members stay live. An offline synthesis may fold part of a cluster (a split):
+   what it left out is merged again on its own, as a further cluster of the run;
 4. commits each cluster in ONE transaction (:mod:`remd.consolidate`): the synthesis node (FTS
    row, tags, vector: by default the normalised mean of its members' vectors), DERIVED_FROM
    edges to its members, the members' outside edges re-pointed to it (the old edge is retired,
@@ -46,20 +48,16 @@ import numpy as np
 
 from remd import holds
 from remd.backlog import embed_pending
-from remd.cluster import Cluster, build_clusters
+from remd.cluster import Cluster
 from remd.consolidate import Answer, ClusterStatus, ClusterWriter, Job, Members
 from remd.errors import Conflict, InvalidInput, LLMError, NotDenser, NotFound, RollbackRefused
 from remd.ids import new_id
-from remd.importance import DAY, NamespaceScores, compute_importance, store_importance
 from remd.ingest import check_namespace
 from remd.logs import get_logger
 from remd.merge import Embed
 from remd.models import TriggerReason
-from remd.store import rows_in
+from remd.remplan import plan_run
 from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
-from remd.tagging import name_tags
-from remd.text import is_time_word
-from remd.vectors import from_int8
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -67,7 +65,6 @@ if TYPE_CHECKING:
 log = get_logger("remd.rem")
 
 PREVIEW_CHARS = 80
-_CHUNK = 500  # ids per IN (...) list
 
 
 class RunStatus(StrEnum):
@@ -151,125 +148,6 @@ class RollbackResult:
     edges_removed: int
     edges_restored: int
     held: int = 0  # members held back from later runs (rem.hold_days)
-
-
-# -- planning ------------------------------------------------------------------------------------
-@dataclass(kw_only=True)
-class _Plan:
-    scores: NamespaceScores
-    flagged: list[int]  # indices into scores
-    held: int  # candidates left out for a hold
-    clusters: list[Cluster]  # member indices into ``flagged``
-    content: dict[int, str]  # rid -> content
-    live_before: int
-    unembedded: int
-    timings: dict[str, float]
-    vectors: np.ndarray  # one unit row per flagged memory
-
-
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start:start + _CHUNK]
-
-
-def _vectors(engine: Engine, rids: Sequence[int]) -> dict[int, np.ndarray]:
-    """The stored vectors of ``rids`` as float32 unit rows (node_vec_bit, B-tree seeks)."""
-    with engine.store.snapshot() as conn:
-        rows = list(rows_in(conn, "SELECT rid, vec FROM node_vec_bit WHERE rid IN ({marks})",
-                            rids))
-    if not rows:
-        return {}
-    mat = from_int8([r[1] for r in rows])
-    return {int(r[0]): mat[i] for i, r in enumerate(rows)}
-
-
-def _plan(engine: Engine, ns: str, now: float, *, write: bool, include_held: bool) -> _Plan:
-    cfg = engine.config
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    scores = compute_importance(engine, ns, now)
-    if write:
-        store_importance(engine, scores)
-    timings["importance"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    s = scores.scores
-    weak = (s.importance < cfg.rem.tau) | (s.confidence < cfg.importance.low_confidence)
-    since = now - cfg.rem.min_age_days * DAY
-    old = scores.created_at <= since
-    # A synthesis is dated by its members (consolidate.ClusterWriter._commit), so its created_at
-    # says nothing of when it was written: it is fresh while the run that wrote it is.
-    fresh = [int(r) for (r,) in engine.store.query(
-        "SELECT n.rid FROM rem_runs r JOIN nodes n ON n.rem_run = r.run_id "
-        "WHERE r.namespace = ? AND r.started_at > ? AND n.status = 'live'", (ns, since))]
-    if fresh:
-        old &= ~np.isin(scores.rids, fresh)
-    kinds = np.asarray(scores.kinds, dtype=object)
-    allowed = np.ones(len(scores), bool) if cfg.rem.consolidate_facts else kinds != "fact"
-    candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]
-    held = 0
-    if not include_held:
-        kept = holds.held_rids(engine, ns, now)
-        if kept:
-            before = len(candidates)
-            candidates = [i for i in candidates if int(scores.rids[i]) not in kept]
-            held = before - len(candidates)
-    rids = [int(scores.rids[i]) for i in candidates]
-    vectors = _vectors(engine, rids)
-    missing = [r for r in rids if r not in vectors]
-    if missing and engine.embedder is not None:
-        if write:
-            embed_pending(engine, ns, rids=missing)
-            vectors.update(_vectors(engine, missing))
-        else:  # a dry run writes nothing: embed in memory only
-            texts = dict(_content(engine, missing))
-            for rid, vec in zip(missing, engine.embedder.embed([texts[r] for r in missing]),
-                                strict=True):
-                vectors[rid] = vec
-    flagged = [i for i, r in zip(candidates, rids, strict=True) if r in vectors]
-    flagged_rids = [int(scores.rids[i]) for i in flagged]
-    content = dict(_content(engine, flagged_rids))
-    position = {rid: k for k, rid in enumerate(flagged_rids)}
-    tags: list[list[int]] = [[] for _ in flagged]
-    names: list[list[int]] = [[] for _ in flagged]
-    named = {rid: name_tags(content[rid]) for rid in flagged_rids}
-    for part in _chunks(flagged_rids):
-        marks = ",".join("?" * len(part))
-        for tid, rid, name in engine.store.query(
-                f"SELECT nt.tid, nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
-                f"WHERE nt.rid IN ({marks})", list(part)):
-            # A shared month or year is not a shared subject: "Risris launched 22 Mar" and
-            # "a full disk on Bellum on 17 Mar" are two facts.
-            if not is_time_word(name):
-                tags[position[rid]].append(int(tid))
-                if name in named[rid]:
-                    names[position[rid]].append(int(tid))
-    tag_df = dict(engine.store.query(
-        "SELECT nt.tid, count(*) FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
-        "WHERE n.namespace = ? AND n.status = 'live' GROUP BY nt.tid", (ns,)))
-    by_id = {scores.ids[i]: k for k, i in enumerate(flagged)}
-    edges = [(by_id[a], by_id[b]) for a, b in engine.store.query(
-        "SELECT src, dst FROM edges WHERE namespace = ? AND live = 1", (ns,))
-        if a in by_id and b in by_id]
-    timings["flag"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    matrix = (np.vstack([vectors[r] for r in flagged_rids]) if flagged_rids
-              else np.zeros((0, 384), np.float32))
-    result = build_clusters(matrix, tags, [len(content[r]) for r in flagged_rids],
-                            tag_df=tag_df, live_count=len(scores), config=cfg.rem, edges=edges,
-                            names=names)
-    timings["cluster"] = time.perf_counter() - t0
-    return _Plan(scores=scores, flagged=flagged, held=held, clusters=list(result.clusters),
-                 content=content, live_before=len(scores), unembedded=len(candidates) -
-                 len(flagged), timings=timings, vectors=matrix)
-
-
-def _content(engine: Engine, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
-    for part in _chunks(rids):
-        marks = ",".join("?" * len(part))
-        yield from engine.store.query(
-            f"SELECT rid, content FROM nodes WHERE rid IN ({marks})", list(part))
 
 
 def _preview(text: str) -> str:
@@ -429,7 +307,7 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
            progress: Callable[[ClusterOutcome], None] | None) -> RemRun:
     started = time.perf_counter()
     if dry_run:
-        plan = _plan(engine, ns, at, write=False, include_held=include_held)
+        plan = plan_run(engine, ns, at, write=False, include_held=include_held)
         ids, imp = plan.scores.ids, plan.scores.scores.importance
         planned = tuple(
             PlannedCluster(cluster_no=no, coherence=c.coherence, members=tuple(
@@ -455,7 +333,7 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
     timings: dict[str, float] = {}
     status, error = RunStatus.COMPLETED, None
     try:
-        plan = _plan(engine, ns, at, write=True, include_held=include_held)
+        plan = plan_run(engine, ns, at, write=True, include_held=include_held)
         timings.update(plan.timings)
         with engine.store.transaction() as conn:
             conn.execute("UPDATE rem_runs SET flagged = ?, held = ?, clusters = ?, "
