@@ -8,14 +8,13 @@ ranges and :meth:`Period.covers` is a cheap test on candidates already found, ne
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
 
-from remd.text import find_dates
+from remd.text import YEAR, find_dates
 
 DAY = 86400.0
 
@@ -24,7 +23,6 @@ DAY = 86400.0
 # "in 2023" a year, "in June" that month of any year. A month named alone counts only after a
 # word that makes it a time ("in", "during", "last", ...): "May I ask", "we march on" and
 # "what did June say" name no month.
-_YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")
 
 
 @dataclass(frozen=True)
@@ -108,7 +106,7 @@ def query_period(query: str) -> Period | None:
                      if d.month is not None and d.year is None and d.day is None)
     if bare:
         return Period(months=bare)
-    years = [(a, b) for m in _YEAR.finditer(query)
+    years = [(a, b) for m in YEAR.finditer(query)
              if (a := _utc(int(m.group(1)), 1)) is not None
              and (b := _utc(int(m.group(1)) + 1, 1)) is not None]
     return Period(ranges=tuple(years)) if years else None

@@ -187,7 +187,7 @@ _DATE = re.compile(
 BARE_MONTH = re.compile(
     r"\b(?:in|on|during|since|until|till|by|before|after|through|throughout|of|last|this|"
     rf"next|early|late|mid|from|between|every)[\s-]+(?P<m>{'|'.join(MONTHS)})\b", re.I)
-_YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")
+YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")  # a year of 1800-2999
 # "12 Jan, 3 Feb and 14 Mar 2025": days of a list that take the year written after the last.
 _LIST_SEP = re.compile(r"\s*(?:,|;|and|&|,\s*and)\s*$")
 # "6, 16 and 26 Jun": several days of one month.
@@ -295,12 +295,7 @@ def is_time_word(word: str) -> bool:
     """A month, a weekday or a year (a tag such as ``mar``, ``tuesday``, ``2024``): when, not
     what about."""
     low = word.casefold()
-    return low in _TIME_WORDS or _YEAR.fullmatch(low) is not None
-
-
-def years(text: str) -> list[int]:
-    """Four-digit years (1800-2999) written in a text."""
-    return [int(y) for y in _YEAR.findall(text)]
+    return low in _TIME_WORDS or YEAR.fullmatch(low) is not None
 
 
 def _int(value: str | None) -> int | None:
