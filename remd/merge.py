@@ -261,7 +261,7 @@ def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, s
         word = tok.group(0)
         low = word.casefold()
         i += 1
-        if low in taken or low in rep.content:
+        if low in taken or low in rep.content or any(low in n.split() for n in rep.ids):
             continue
         taken.add(low)
         if any(low in name.split() and name not in rep.ids for name in m.sure) or low in cause:
@@ -277,10 +277,9 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
     into its date ("had timeouts on 12 Jan, 3 Feb and 14 Mar 2025"): those that add only a
     name or number (written after it) or are paraphrases (:data:`_PARAPHRASE`). After it,
     what the others add: the words that differ in substance, with their days ("also slow
-    queries 7 Sep 2023"). A restatement with no new day that differs only in such words,
-    names nothing the statement does not and means the same (cosine >= _SAME_ONE) is the
-    same again in other words: not written. A name or number ``written`` by another group's
-    statement is not repeated."""
+    queries 7 Sep 2023"). A restatement with no new day, name or number that differs only in
+    other words is the same fact said otherwise: not written. A name or number ``written`` by
+    another group's statement is not repeated."""
     rep = g.rep
     seen: set[str] = set(rep.ids) | {s.key for s in rep.spans} | written
     plain_days: list[date] = []
@@ -300,8 +299,11 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
                 extras.append(" ".join(rest))
         elif days:
             with_days.setdefault(" ".join(rest), []).extend(days)
-        elif not (m.sure <= rep.ids and similarity(m, rep) >= _SAME_ONE):
+        elif any(kind == "anchor" for kind, _ in parts):  # a new name or cause, in context
             extras.append(" ".join(rest))
+        # Other words alone, with no day, name or number of their own, are the same fact said
+        # otherwise ("Fenkorris runs out of the Accra data centre" beside "... is hosted in
+        # Accra"): left out rather than written as stray words.
     extras += [f"{what} {tx.format_days(days)}" for what, days in with_days.items()]
     body = rep.text.rstrip(".!?;, ")
     if plain_days and len(rep.days) == 1 and len(rep.spans) == 1:
