@@ -14,8 +14,7 @@ sentences loses the dates. :func:`merge` instead
 3. writes each group once: its most typical statement, the days of its restatements merged
    into its date ("had timeouts on 12 Jan, 3 Feb and 14 Mar 2025"), and what the others add (a
    name, a number, a cause; the words of one that is not a paraphrase) after it;
-4. fits the result to :func:`target_tokens` in steps that lose less first: the span of save
-   days goes, then the other words of restatements that name nothing new.
+4. holds the result to :func:`target_tokens`, dropping the span of save days if it must.
 
 Every statement of a folded fragment is written: when the whole cluster does not fit, the
 fragment that others restate least is left out (it stays live as it was), again and again
