@@ -4,7 +4,8 @@ Tags are the nodes that inject walks from a query to memories, so the same conce
 same tag whether it was saved as "I'm allergic to peanuts" or asked as "what are my allergies?".
 Three cheap, deterministic devices do that work instead of an NLP model: one lemmatiser applied to
 every tag word, a small derivational map for the words memories are made of (prefer/preferences ->
-``preference``), and a hand-written category lexicon that adds a broader tag (peanut -> ``food``).
+``preference``), and a hand-written category lexicon that adds a broader tag (peanut -> ``food``);
+the three live in :mod:`remd.lexicon`.
 
 Tagging runs on the bulk-save hot path, so everything here is table look-ups and one regex pass.
 """
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from functools import cache, lru_cache
 
 from remd.errors import InvalidInput
+from remd.lexicon import CATEGORIES, CATEGORY_OF, TABLE, lemma
 from remd.text import STOP_WORDS, name_runs
 
 __all__ = ["extract_entities", "extract_query_tags", "extract_tags", "is_verb_form", "lemma",
@@ -50,10 +52,6 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-def _pairs(text: str) -> dict[str, str]:
-    """``"a:b c:d"`` -> ``{"a": "b", "c": "d"}``."""
-    return dict(pair.split(":", 1) for pair in text.split())
-
 
 # Extra words that only carry the question's form ("tell me what you know about ...").
 
@@ -64,117 +62,6 @@ _QUERY_STOP = _words(
     """
 )
 _QUERY_STOP_WORDS = STOP_WORDS | _QUERY_STOP
-
-# Plurals that are not to be singularised: invariant nouns, plural-only nouns, and common proper
-# names ending in "s" (tags are lemmatised whatever their case, so "James" must survive).
-_NO_STRIP = _words(
-    """
-    news series species means physics mathematics maths politics economics ethics athletics
-    gymnastics graphics genetics linguistics electronics aerobics diabetes measles mumps rabies
-    herpes clothes jeans pants shorts trousers scissors pajamas pyjamas thanks fries headquarters
-    always perhaps sometimes towards afterwards besides whereas lens canvas atlas alias chaos
-    cosmos christmas texas kansas arkansas dallas vegas athens wales mars los angeles netherlands
-    philippines bahamas maldives barbados honduras james charles thomas nicholas douglas lucas
-    carlos williams jones adams evans edwards roberts phillips hughes stevens matthews collins
-    """
-)
-
-# Singulars ending in "ie" / "che", whose plurals must not become "-y" / "-ch".
-_IE_WORDS = _words(
-    """
-    movie cookie brownie zombie rookie selfie smoothie hoodie auntie calorie pie tie lie die genie
-    veggie foodie goodie sweetie birdie newbie hippie indie prairie eerie
-    """
-)
-_CHE_WORDS = _words(
-    "ache headache niche cache avalanche psyche moustache mustache cliche quiche creche"
-)
-
-_IRREGULAR = _pairs(
-    """
-    children:child grandchildren:grandchild people:person men:man women:woman gentlemen:gentleman
-    mice:mouse feet:foot teeth:tooth geese:goose oxen:ox wolves:wolf knives:knife wives:wife
-    leaves:leaf halves:half shelves:shelf loaves:loaf thieves:thief selves:self potatoes:potato
-    tomatoes:tomato heroes:hero echoes:echo mosquitoes:mosquito volcanoes:volcano buses:bus
-    viruses:virus campuses:campus bonuses:bonus statuses:status focuses:focus geniuses:genius
-    quizzes:quiz analyses:analysis crises:crisis theses:thesis cacti:cactus fungi:fungus
-    criteria:criterion phenomena:phenomenon indices:index matrices:matrix appendices:appendix
-    """
-)
-
-# Derivational map: verb and adjective forms of the concepts memories are about meet their noun,
-# so "I prefer tea" and "what are my preferences?" share the tag ``preference``.
-_DERIVED: dict[str, str] = {}
-for _target, _forms in {
-    "preference": "prefer prefers preferred preferring preference preferences",
-    "allergy": "allergic allergy allergies",
-    "like": "like likes liked liking",
-    "love": "love loves loved loving",
-    "live": "live lives lived living",
-    "work": "work works worked working",
-    "move": "move moves moved moving",
-    "favorite": "favorite favorites favourite favourites",
-    "hate": "hate hates hated hating",
-    "enjoy": "enjoy enjoys enjoyed enjoying",
-    "eat": "eat eats ate eaten eating",
-    "travel": "travel travels traveled travelled traveling travelling",
-}.items():
-    for _form in _forms.split():
-        _DERIVED[_form] = _target
-_TABLE = {**_IRREGULAR, **_DERIVED}
-
-# Category lexicon: a member word (as lemmatised) adds the broader category tag. Kept small and
-# unambiguous on purpose; words with two common senses ("rock", "game", "cold") are left out.
-_CATEGORIES: dict[str, str] = {
-    "food": "food peanut chocolate pizza coffee tea vegan vegetarian pasta sushi burger cheese "
-    "bread cake cookie fruit salad meat chicken rice noodle soup dessert snack dinner restaurant "
-    "recipe dairy gluten eat",
-    "pet": "pet dog cat puppy kitten hamster parrot rabbit bunny goldfish vet leash",
-    "family": "family mother mom mum father dad sister brother sibling kid child son daughter "
-    "husband wife spouse parent grandma grandmother grandpa grandfather aunt uncle cousin baby "
-    "niece nephew twin grandchild",
-    "work": "work job boss office career salary colleague coworker manager employer employee "
-    "company promotion interview deadline client startup internship workplace overtime",
-    "home": "home city move apartment house flat neighborhood neighbourhood rent landlord "
-    "roommate live relocate mortgage suburb town",
-    "hobby": "hobby guitar painting hiking knitting drawing photography gardening fishing camping "
-    "chess pottery crochet sewing woodworking climbing surfing skating puzzle lego",
-    "health": "health doctor therapy therapist allergy hospital medicine medication illness "
-    "disease surgery anxiety depression diabetes asthma nurse clinic injury symptom dentist "
-    "pregnancy vaccine headache migraine cancer flu fever prescription",
-    "travel": "travel trip vacation holiday flight airport hotel passport visa tourist abroad "
-    "cruise luggage suitcase backpacking itinerary journey resort",
-    "music": "music song concert band guitar piano violin drum singer album playlist jazz opera "
-    "choir musician lyric melody instrument",
-    "sport": "sport football soccer basketball baseball tennis golf marathon gym yoga swimming "
-    "cycling workout coach hockey volleyball cricket boxing skiing athlete fitness",
-    "education": "education school college university course degree teacher professor student "
-    "exam homework lecture graduation diploma tuition semester thesis classroom scholarship "
-    "kindergarten",
-    "money": "money salary budget saving bank loan debt investment stock tax income dollar "
-    "credit cash finance mortgage retirement crypto bitcoin expensive",
-    "reading": "reading book novel author library chapter poetry poem kindle fiction memoir "
-    "biography bookstore magazine",
-    "movie": "movie film cinema netflix actor actress series television episode documentary "
-    "theater theatre hollywood anime cartoon sitcom",
-    "friend": "friend friendship buddy pal bestie bff",
-    "weather": "weather rain snow sunny cloudy storm temperature forecast humid windy hurricane "
-    "tornado climate",
-    "vehicle": "vehicle car truck bike bicycle motorcycle scooter driving driver taxi van suv "
-    "parking commute subway",
-    "tech": "tech computer laptop phone smartphone software app coding programming python "
-    "javascript internet website robot gadget tablet",
-    "relationship": "relationship boyfriend girlfriend dating wedding marriage married divorce "
-    "romance crush engaged anniversary",
-    "art": "art painting drawing sketch artist museum gallery sculpture photography pottery",
-    "shopping": "shopping shop store mall clothes dress shoe fashion outfit",
-    "nature": "nature park forest mountain lake river ocean beach camping garden hiking",
-    "charity": "charity volunteer volunteering donation donate fundraiser nonprofit",
-}
-_CATEGORY_OF: dict[str, tuple[str, ...]] = {}
-for _cat, _members in _CATEGORIES.items():
-    for _member in _members.split():
-        _CATEGORY_OF[_member] = (*_CATEGORY_OF.get(_member, ()), _cat)
 
 # Words that are never names, so a capitalised sentence opener made of one is not an entity.
 _COMMON_ADJ = _words(
@@ -201,8 +88,8 @@ _VERBISH = _words(
     """
 )
 _NOT_A_NAME = frozenset(
-    set(_CATEGORY_OF) | set(_TABLE) | set(_TABLE.values()) | _COMMON_ADJ | _VERBISH
-    | set(_CATEGORIES)
+    set(CATEGORY_OF) | set(TABLE) | set(TABLE.values()) | _COMMON_ADJ | _VERBISH
+    | set(CATEGORIES)
 )
 # Capitalised stop-words that may open a multi-word name ("New York", "San Diego", "Great Britain").
 _NAME_OPENERS = _words(
@@ -258,40 +145,6 @@ def _strip_ends(word: str) -> str:
 
 
 # --- lemmatising -------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=65536)
-def lemma(word: str) -> str:
-    """Lower-case *word* and reduce it to a deterministic dictionary form.
-
-    English plurals are singularised (``allergies`` -> ``allergy``, ``boxes`` -> ``box``) unless
-    the word is invariant or a known name (``news``, ``glass``, ``James``); a few irregular plurals
-    and the derivational map (``preferred`` -> ``preference``) are looked up. Only ASCII words are
-    changed by rule: this is not a stemmer, and a missed merge costs less than a wrong one.
-    Idempotent: ``lemma(lemma(w)) == lemma(w)``. Never raises.
-    """
-    w = word.lower()
-    while w.endswith("'s"):  # possessive: "Caroline's" files under "caroline"
-        w = w[:-2]
-    mapped = _TABLE.get(w)
-    if mapped is not None:
-        return mapped
-    if len(w) <= 3 or not w.isascii() or not w.isalpha() or w in _NO_STRIP:
-        return w
-    if w.endswith(("ss", "us", "is")):
-        return w
-    if w.endswith("ies"):
-        stem = w[:-1] if w[:-1] in _IE_WORDS else (w[:-3] + "y" if len(w) > 4 else w[:-1])
-    elif w.endswith(("sses", "xes", "zzes", "shes")):
-        stem = w[:-2]
-    elif w.endswith("ches"):
-        stem = w[:-1] if w[:-1] in _CHE_WORDS else w[:-2]
-    elif w.endswith("s"):
-        stem = w[:-1]
-    else:
-        return w
-    # "childrens" -> "children" -> "child": re-look-up so the result is a fixed point.
-    return _TABLE.get(stem, stem)
 
 
 def _normalise_once(text: str) -> str:
@@ -456,7 +309,7 @@ def _looks_like_name(low: str) -> bool:
 
 def _bigram_head_ok(low: str) -> bool:
     """The first word of a noun phrase is an adjective or noun, not a verb or adverb."""
-    return (low not in _TABLE and low not in _VERBISH
+    return (low not in TABLE and low not in _VERBISH
             and not low.endswith(("ly", "ed", "ing")) and low.isalpha())
 
 
@@ -550,7 +403,7 @@ def _collect(text: str, *, query: bool) -> tuple[_Pool, int]:
             else:
                 content += 1
                 pool.add(lem, _W_KEYWORD, i)
-                for cat in _CATEGORY_OF.get(lem, ()):
+                for cat in CATEGORY_OF.get(lem, ()):
                     pool.add(cat, _W_CATEGORY, i)
                 if (prev_word is not None and words[i - 1][3] == seg and _bigram_head_ok(prev_word)
                         and low.isalpha() and not low.endswith(("ly", "ed"))):
@@ -599,7 +452,7 @@ def is_verb_form(word: str) -> bool:
     w = word.lower()
     if w in _VERBISH:
         return True
-    if w in _CATEGORY_OF or w in _CATEGORIES or w in _TABLE or not w.isalpha():
+    if w in CATEGORY_OF or w in CATEGORIES or w in TABLE or not w.isalpha():
         return False
     return (len(w) >= 5 and w.endswith("ed") and not w.endswith("eed")) or (
         len(w) >= 6 and w.endswith("ing"))
@@ -648,7 +501,7 @@ def _rank(
         chosen.append(item)
     # A long text has more words than slots, and categories rank last; but a category is what
     # joins "dark chocolate" to a question about food, so the best one always gets a slot.
-    if max_tags >= _CATEGORY_SLOT_FROM and not any(tag in _CATEGORIES for _, tag in chosen):
+    if max_tags >= _CATEGORY_SLOT_FROM and not any(tag in CATEGORIES for _, tag in chosen):
         best = next((item for item in scored if item[1] in pool.categories), None)
         if best is not None:
             if len(chosen) >= max_tags:
