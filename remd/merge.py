@@ -211,9 +211,9 @@ def group(stmts: Sequence[Statement]) -> list[list[Statement]]:
         for g in groups:
             if not _compatible(s, g[0]):
                 continue
-            sim = max(similarity(s, m) for m in g[:_COMPARED])
-            joins = any(_joins(s, m, similarity(s, m)) for m in g[:_COMPARED])
-            if joins and sim > best_sim:
+            sims = [(similarity(s, m), m) for m in g[:_COMPARED]]
+            sim = max(x for x, _ in sims)
+            if sim > best_sim and any(_joins(s, m, x) for x, m in sims):
                 best, best_sim = g, sim
         if best is None:
             groups.append([s])
