@@ -181,9 +181,10 @@ class ClusterWriter:
                 "WHERE run_id = ?", (0 if reason else 1, 1 if reason else 0, self.run_id))
             self.heartbeat(conn)
         if reason:
-            # Left alone because nothing denser keeps its facts: what REM is meant to do, not
-            # a fault (info); a failed or unfaithful synthesis is one (warning).
-            emit = log.info if isinstance(answer, NotDenser) else log.warning
+            # Left alone because nothing denser keeps its facts: what REM is meant to do, not a
+            # fault, and a run over distinct facts may leave thousands alone (debug; the run's
+            # `skipped` count says how many); a failed or unfaithful synthesis is one (warning).
+            emit = log.debug if isinstance(answer, NotDenser) else log.warning
             emit("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
                  cluster=no, size=len(members), reason=reason)
         return {"cluster_no": no, "status": status,

@@ -122,7 +122,7 @@ def test_text_module_reads_back_the_lists_it_writes() -> None:
         "Priya Sharma", "Lars", "New York"]
 
 
-def test_a_cluster_left_alone_keeps_its_members_logs_at_info_and_is_held(db_path: Path
+def test_a_cluster_left_alone_keeps_its_members_logs_at_debug_and_is_held(db_path: Path
                                                                        ) -> None:
     lines = [json.dumps({"content": t, "created_at": iso(NOW - (400 + i) * DAY)}) for i, t in
              enumerate(["Priya Sharma leads the Falcon project from Lisbon.",
@@ -137,7 +137,7 @@ def test_a_cluster_left_alone_keeps_its_members_logs_at_info_and_is_held(db_path
             run_ = m.run_rem(now=NOW)
         skipped = [e for e in logs if e["event"] == "rem.cluster_skipped"]
         assert run_.skipped == len(skipped)
-        assert all(e["log_level"] == "info" and "NotDenser" in e["reason"] for e in skipped)
+        assert all(e["log_level"] == "debug" and "NotDenser" in e["reason"] for e in skipped)
         for (members,) in m.store.query(
                 "SELECT members FROM rem_clusters WHERE status = 'skipped'"):
             for member in json.loads(members):
