@@ -344,14 +344,18 @@ def mcp(c: Ctx) -> None:
 @click.argument("query")
 @click.option("--budget", type=int, required=True, help="Hard token limit of the pack.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (pack_id, items, ...).")
-@click.option("--explain", is_flag=True, help="Score parts and activation path of each item.")
+@click.option("--explain", is_flag=True,
+              help="Score parts and activation path of each item, and why the pack stopped.")
+@click.option("--fill", is_flag=True,
+              help="Pack to the budget instead of stopping at the relevance floor.")
 @pass_ctx
-def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool) -> None:
-    """The memories that matter for QUERY, packed within --budget tokens."""
+def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool, fill: bool) -> None:
+    """The memories that matter for QUERY, within --budget tokens: best first, stopping where
+    relevance falls off (--fill: up to the budget)."""
     from remd.pack import explain as explain_lines
 
     with c.memory() as m:
-        pack = m.inject(query, budget)
+        pack = m.inject(query, budget, fill=fill)
     if as_json:
         _echo_json(pack.to_dict())
     elif explain:

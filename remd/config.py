@@ -72,7 +72,8 @@ class InjectConfig(_Section):
     depth: int = Field(2, ge=0, description="D: hops from the seed tags")
     decay: float = Field(0.85, gt=0, le=1, description="alpha: activation kept per hop")
     beam: int = Field(128, ge=1, description="B: activated tags kept")
-    idf_min_memories: int = Field(50, ge=0)
+    idf_min_memories: int = Field(0, ge=0, description=(
+        "below this many memories every tag counts as specific (0: IDF always applies)"))
     vector_k: int = Field(32, ge=0, description="nearest memories used as hybrid seeds")
     fts_k: int = Field(32, ge=0, description="lexical (FTS5) hits used as hybrid seeds")
     per_tag_cap: int = Field(64, ge=1, description="memories read per activated tag")
@@ -123,6 +124,19 @@ class InjectConfig(_Section):
         "a memory saved on a date the query names scores 1 + w times more (0: off)"))
     date_pad_days: float = Field(3.0, ge=0, description=(
         "days either side of a named date that still count (saved the day after, ...)"))
+    floor_similarity: float = Field(0.3, ge=0, le=1, description=(
+        "relevance floor: with no candidate at least this similar to the query (cosine), fewer "
+        "than half of its words or tags found, and no live fact of the key it asks for, the "
+        "pack is empty (0: off)"))
+    floor_spread: float = Field(0.1, ge=0, le=1, description=(
+        "relevance floor: an item must score at least the weakest score of the filled pack "
+        "plus this share of the way to the best (0: off)"))
+    floor_gap: float = Field(0.6, ge=0, le=1, description=(
+        "relevance floor: the pack stops before the first score below this share of the "
+        "score above it (0: off)"))
+    fact_weight: float = Field(1.0, ge=0, description=(
+        "the live memory of the fact key a question asks for scores the best candidate's "
+        "times 1 + w (0: off)"))
     graph_cache_tags: int = Field(8192, ge=0, description=(
         "tags whose top edges and top memories a process keeps between injects (exact: "
         "evicted as writes change them); 0: off"))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from remd.errors import InvalidInput
 from remd.text import sentences
 
-__all__ = ["FactStatement", "parse_facts"]
+__all__ = ["FactStatement", "canonical_attribute", "parse_facts"]
 
 MAX_VALUE_LEN = 80
 FIRST_PERSON = "user"
@@ -344,11 +344,11 @@ def _blocked(sentence: str, anchor: int) -> bool:
 def _build(pattern: _Pattern, m: re.Match[str], cased: bool) -> FactStatement | None:
     groups = m.groupdict()
     subject = _subject(groups) if "my" in groups else FIRST_PERSON
-    attribute = pattern.attribute or _canonical_attribute(groups.get("attr"))
+    attribute = pattern.attribute or canonical_attribute(groups.get("attr"))
     if subject is None or attribute is None:
         return None
     if pattern.owner:
-        owned = _canonical_attribute(groups.get("attr"))
+        owned = canonical_attribute(groups.get("attr"))
         if owned is None or " " in owned:
             return None
         subject = f"{subject}'s {owned}"
@@ -384,7 +384,7 @@ def _subject(groups: dict[str, str | None]) -> str | None:
     return " ".join(words).lower()
 
 
-def _canonical_attribute(raw: str | None) -> str | None:
+def canonical_attribute(raw: str | None) -> str | None:
     """The attribute a phrase files under, or None if it is not an attribute ("my god")."""
     if not raw:
         return None

@@ -4,8 +4,8 @@ Endpoints (JSON in and out; the namespace is per request: a ``namespace`` field 
 bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
 
 - ``POST /v1/memories`` ``{"content", "tags"?, "source"?}`` → 201, the memory
-- ``POST /v1/inject`` ``{"query", "token_budget"}`` → the pack, same shape as
-  ``remd inject --json``
+- ``POST /v1/inject`` ``{"query", "token_budget", "fill"?}`` → the pack, same shape as
+  ``remd inject --json`` (``fill``: pack to the budget, default false: stop at the floor)
 - ``POST /v1/feedback`` ``{"pack_id", "accepted"}``
 - ``GET /v1/memories/{id}``, ``GET /v1/memories/{id}/history``, ``GET /v1/stats``
 - ``GET /healthz`` (never needs the token)
@@ -88,6 +88,7 @@ class MemoryIn(_In):
 class InjectIn(_In):
     query: str
     token_budget: int
+    fill: bool = False
 
 
 class FeedbackIn(_In):
@@ -348,7 +349,8 @@ class _Api:
     async def inject(self, request: Request) -> Response:
         body: InjectIn = await self._body(request, InjectIn)
         data = await self._call(self._namespace(body.namespace),
-                                lambda m: m.inject(body.query, body.token_budget).to_dict())
+                                lambda m: m.inject(body.query, body.token_budget,
+                                                   fill=body.fill).to_dict())
         return JSONResponse(PackOut.model_validate(data).model_dump())
 
     async def feedback(self, request: Request) -> Response:

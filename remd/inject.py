@@ -37,7 +37,6 @@ counts) come from in-process caches kept exact by change logs (:mod:`remd.graphc
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,13 +45,16 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
-from remd import lexical, nodemirror, vectors
+from remd import lexical, nodemirror, packer, vectors
 from remd.caches import View
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
 from remd.embed import EmbedError
+from remd.errors import InvalidInput
+from remd.fact_questions import question_keys
 from remd.ids import new_id
 from remd.ingest import check_namespace, check_text
+from remd.lexical import stems as lexical_stems
 from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.pack import Pack, PackItem, ScoreParts, Seed, check_budget
@@ -88,6 +90,7 @@ class _Candidate:
     weight: float = 1.0  # the importance multiplier
     date: float = 1.0
     context: float = 0.0
+    fact: float = 1.0  # the multiplier for being the live fact the question asks for
 
 
 @dataclass
@@ -98,6 +101,8 @@ class _Ranked:
     walk: Walk = field(default_factory=Walk)
     seeds: tuple[Seed, ...] = ()
     touched: int = 0
+    facts: int = 0  # live memories of the fact key the question asks for
+    unrelated: str | None = None  # why the query is about nothing stored (None: it is not)
 
 
 class _Injector:
@@ -119,6 +124,8 @@ class _Injector:
         self.cache = view.graph
         self.nodes = view.mirror
         self.ids: dict[int, str] = {}  # rid -> node id, read with the picked items' texts
+        self.terms: dict[str, str] = {}  # the query's words worth searching (remd.lexical)
+        self.query_tags = (0, 0)  # (tags of the query the namespace has, tags of the query)
         self._synced = False
 
     def _sync(self, conn: apsw.Connection) -> None:
@@ -145,6 +152,7 @@ class _Injector:
                 (self.ns, *names))}
 
         weights = dict(extract_query_tags(query, known=known, max_tags=8))
+        self.query_tags = (0, len(weights))
         if not weights:
             return {}
         marks = ",".join("?" * len(weights))
@@ -154,6 +162,7 @@ class _Injector:
                 (self.ns, *weights)):
             scored.append((weights[name] * self.spec.one(int(df)), int(tid), str(name)))
         scored.sort(key=lambda s: (-s[0], s[2]))
+        self.query_tags = (len(scored), len(weights))
         return {tid: (name, w) for w, tid, name in scored[: self.cfg.max_seed_tags]}
 
     def _start_vector_scan(self, conn: apsw.Connection, query: str) -> vectors.Scan | None:
@@ -231,7 +240,8 @@ class _Injector:
         k = cfg.fts_k
         try:
             counts.sync(conn)
-            expr = lexical.match_expression(conn, query, counts, max_terms=cfg.fts_max_terms,
+            self.terms = lexical.query_terms(conn, query, cfg.fts_max_terms)
+            expr = lexical.match_expression(conn, self.terms, counts,
                                             max_postings=cfg.fts_max_postings)
             if expr is None:
                 return []
@@ -351,51 +361,6 @@ class _Injector:
                 near.context = extra
         return read
 
-    # -- packing --------------------------------------------------------------------------
-    def _pack(self, conn: apsw.Connection, cands: dict[int, _Candidate], budget: int,
-              sep_tokens: int) -> list[tuple[_Candidate, float, float]]:
-        """Lazy greedy: (candidate, final score, diversity penalty) in pack order.
-
-        The penalty of an item only grows as items are chosen, so a popped item whose refreshed
-        score still beats the next stored one is the true best (the CELF trick).
-        """
-        ranked = sorted((c for c in cands.values() if c.tokens <= budget and c.base > 0),
-                        key=lambda c: (-c.base, c.rid))
-        # The penalty takes at most diversity_penalty off a score, so items far down the
-        # ranking are never chosen: consider what could fill the budget three times over.
-        pool: list[_Candidate] = []
-        room = 3 * budget
-        for c in ranked[: self.cfg.pool]:
-            if room <= 0 and len(pool) >= 32:
-                break
-            pool.append(c)
-            room -= c.tokens
-        tags = self.nodes.tag_sets(conn, [c.rid for c in pool])
-        penalty_w = self.cfg.diversity_penalty
-        chosen_tags: set[int] = set()
-        heap = [(-c.base, c.rid, 0, c) for c in pool]
-        heapq.heapify(heap)
-        out: list[tuple[_Candidate, float, float]] = []
-        used = 0
-        stamp = 0  # chosen-count when an entry's score was last refreshed
-        while heap:
-            neg, rid, at, c = heapq.heappop(heap)
-            cost = c.tokens + (sep_tokens if out else 0)
-            if used + cost > budget:
-                continue  # skipped, never truncated
-            if at != stamp:
-                mine = tags[rid]
-                overlap = len(mine & chosen_tags) / len(mine) if mine else 0.0
-                score = c.base * (1.0 - penalty_w * overlap)
-                heapq.heappush(heap, (-score, rid, stamp, c))
-                continue
-            score = -neg
-            out.append((c, score, c.base - score))
-            used += cost
-            chosen_tags |= tags[rid]
-            stamp += 1
-        return out
-
     # -- the call -------------------------------------------------------------------------
     def rank(self, conn: apsw.Connection, query: str) -> _Ranked:
         """Steps 1-4 of the pipeline in the caller's snapshot: every candidate, scored."""
@@ -421,34 +386,114 @@ class _Injector:
         self._load(cands)
         self._score(cands)
         touched += self._context(conn, cands)
-        return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=touched)
+        facts = self._facts(conn, query, cands)
+        unrelated = None
+        if scan is not None and not facts:
+            unrelated = self._unrelated(conn, max((s for _, s in near), default=0.0), lexical)
+        return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=touched,
+                       facts=facts, unrelated=unrelated)
 
-    def run(self, query: str, budget: int) -> Pack:
+    def _unrelated(self, conn: apsw.Connection, best: float,
+                   lexical: Sequence[tuple[int, float]]) -> str | None:
+        """Why the query is about nothing stored, or None: no memory is ``floor_similarity``
+        similar to it (cosine), the namespace has fewer than half of the query's tags, and
+        none of the best lexical hits holds half of its words.
+
+        "What is my favourite football club?" shares one word (and tag) of three with "my
+        favourite movie"; "food" is a tag of "I'm allergic to peanuts" (a short query's cosine
+        is low).
+        """
+        cfg = self.cfg
+        if cfg.floor_similarity <= 0 or best >= cfg.floor_similarity:
+            return None
+        known, asked = self.query_tags
+        if asked and 2 * known >= asked:
+            return None
+        if self.terms and lexical:
+            rids = [r for r, _ in lexical[:8]]
+            marks = ",".join("?" * len(rids))
+            want = set(self.terms)
+            for (content,) in conn.execute(
+                    f"SELECT content FROM nodes WHERE rid IN ({marks})", rids):
+                if 2 * len(want & lexical_stems(conn, str(content))) >= len(want):
+                    return None
+        return (f"no memory is similar to the query (best cosine {best:.2f} < floor_similarity "
+                f"{cfg.floor_similarity:g}) or holds half of its words or tags")
+
+    def _facts(self, conn: apsw.Connection, query: str, cands: dict[int, _Candidate]) -> int:
+        """Put the live memory of the fact key the question asks for first ("where do I
+        live?" -> ``user/city``, :mod:`remd.fact_questions`); returns how many there are.
+
+        Its score becomes the best candidate's times ``1 + fact_weight``. Superseded values
+        are never live, so they never come back this way.
+        """
+        cfg = self.cfg
+        keys = question_keys(query) if cfg.fact_weight > 0 else []
+        if not keys:
+            return 0
+        marks = ",".join("?" * len(keys))
+        rids = [int(r) for (r,) in conn.execute(
+            f"SELECT rid FROM nodes WHERE namespace = ? AND fact_key IN ({marks}) "
+            f"AND status = 'live' LIMIT 8", (self.ns, *keys))]
+        fresh = {rid: _Candidate(rid) for rid in rids if rid not in cands}
+        self._load(fresh)
+        self._score(fresh)
+        top = max((c.base for c in cands.values()), default=0.0)
+        cands.update(fresh)
+        found = [cands[r] for r in rids if r in cands]
+        for c in found:
+            c.fact = 1.0 + cfg.fact_weight
+            c.base = max(top, c.base, 1e-6) * c.fact
+        return len(found)
+
+    def pack(self, conn: apsw.Connection, ranked: _Ranked, budget: int, fill: bool
+             ) -> tuple[list[tuple[_Candidate, float, float]], Stop]:
+        """Step 5: fill the budget greedily, then (unless ``fill``) trim to the relevance floor
+        (:mod:`remd.packer`); the items in pack order and why the pack stops there."""
+        cfg = self.cfg
+        sep_tokens = self.engine.counter.count(cfg.separator) if cfg.separator else 0
+        picked, left_out = packer.greedy(list(ranked.cands.values()),
+                                         lambda rids: self.nodes.tag_sets(conn, rids),
+                                         budget, sep_tokens, cfg)
+        stop = (packer.Stop("budget", "the next best candidate does not fit the budget")
+                if left_out else
+                packer.Stop("candidates", f"every candidate is in ({len(picked)})"))
+        if not picked:
+            stop = packer.Stop("empty", "no candidate for this query" if not ranked.cands
+                               else "no candidate fits the budget")
+        elif not fill:
+            picked, cut = packer.relevance_floor(picked, cfg, ranked.unrelated)
+            stop = cut or stop
+        return picked, stop
+
+    def run(self, query: str, budget: int, fill: bool) -> Pack:
         cfg = self.cfg
         picked: list[tuple[_Candidate, float, float]] = []
         ranked = _Ranked()
         contents: dict[int, str] = {}
         names: dict[int, tuple[str, ...]] = {}
+        stop = packer.Stop("empty", "the budget is 0")
         if budget > 0:
             with self.engine.store.snapshot() as conn:
                 ranked = self.rank(conn, query)
-                sep_tokens = self.engine.counter.count(cfg.separator) if cfg.separator else 0
-                picked = self._pack(conn, ranked.cands, budget, sep_tokens)
+                picked, stop = self.pack(conn, ranked, budget, fill)
                 contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
-        picked, texts, used = self._fit(picked, contents, budget)
+        picked, used = packer.fit(picked, contents, budget, self.engine.counter, cfg.separator,
+                                  self.engine.tokens_exact)
         # Each item's count was taken when it was saved (same encoding: Engine.tokens_exact).
         counts = ([c.tokens for c, _, _ in picked] if self.engine.tokens_exact
-                  else self.engine.counter.count_many([texts[c.rid] for c, _, _ in picked]))
+                  else self.engine.counter.count_many([contents[c.rid] for c, _, _ in picked]))
         walk = ranked.walk
         # The walk from a seed to each item's activating tag, once per tag (tag ids).
         paths: dict[int | None, list[int]] = {c.via: walk.path(c.via) for c, _, _ in picked
                                               if c.via}
-        items = tuple(self._item(c, score, penalty, texts[c.rid], n, names.get(c.rid, ()),
+        items = tuple(self._item(c, score, penalty, contents[c.rid], n, names.get(c.rid, ()),
                                  tuple(walk.names.get(t, str(t)) for t in paths.get(c.via, ())))
                       for (c, score, penalty), n in zip(picked, counts, strict=True))
         pack = Pack(pack_id=new_id(), namespace=self.ns, query=query, budget=budget,
                     tokens_used=used, items=items, separator=cfg.separator, seeds=ranked.seeds,
-                    tags_activated=len(walk.act), memories_touched=ranked.touched)
+                    tags_activated=len(walk.act), memories_touched=ranked.touched,
+                    fill=fill, stop=stop.reason, stop_detail=stop.detail)
         self._record(pack, picked, paths)
         return pack
 
@@ -544,36 +589,12 @@ class _Injector:
                  for rid, pairs in tags.items()}
         return contents, names
 
-    def _fit(self, picked: list[tuple[_Candidate, float, float]], contents: dict[int, str],
-             budget: int) -> tuple[list[tuple[_Candidate, float, float]], dict[int, str], int]:
-        """Count the joined text exactly; drop the weakest items until it fits the budget.
-
-        The packer adds item counts plus separator counts; BPE over the joined text usually
-        gives the same or fewer tokens, but that is not guaranteed, so the exact count decides.
-        With the items' saved counts in this encoding, the count of the join is their sum
-        corrected at each seam (:meth:`remd.tokens.TokenCounter.count_joined`), not a second
-        pass of the tokenizer over the whole pack.
-        """
-        counter = self.engine.counter
-        sep = self.cfg.separator
-        exact = self.engine.tokens_exact
-        picked = [p for p in picked if p[0].rid in contents]
-        while picked:
-            texts = [contents[c.rid] for c, _, _ in picked]
-            used = (counter.count_joined(texts, [c.tokens for c, _, _ in picked], sep) if exact
-                    else counter.count(sep.join(texts)))
-            if used <= budget:
-                return picked, contents, used
-            weakest = min(range(len(picked)), key=lambda i: picked[i][1])
-            del picked[weakest]
-        return [], contents, 0
-
     def _item(self, c: _Candidate, score: float, penalty: float, content: str, tokens: int,
               tags: tuple[str, ...], path: tuple[str, ...]) -> PackItem:
         sources = tuple(s for s in _SOURCES if getattr(c, s) > 0)
         parts = ScoreParts(relevance=c.relevance, graph=c.graph, vector=c.vector,
                            lexical=c.lexical, recency=c.recency, importance=c.weight,
-                           diversity=penalty, context=c.context, date=c.date)
+                           diversity=penalty, context=c.context, date=c.date, fact=c.fact)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=c.kind, created_at=c.created_at,
                         parts=parts, path=path, sources=sources)
@@ -602,8 +623,12 @@ class _Injector:
                 [(c.rid, self.ns, self.now, pack.pack_id) for c, _, _ in picked])
 
 
-def inject(engine: Engine, namespace: str, query: str, token_budget: int) -> Pack:
+def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
+           fill: bool = False) -> Pack:
     """The pack of memories that matter for ``query``, within ``token_budget`` tokens.
+
+    The pack stops at the relevance floor (:mod:`remd.packer`); ``fill=True`` packs to the
+    budget whatever the rest is worth.
 
     A budget too small for any item gives an empty pack (still recorded). Raises InvalidInput
     for an empty or oversized query, a negative or non-integer budget or a bad namespace;
@@ -612,7 +637,9 @@ def inject(engine: Engine, namespace: str, query: str, token_budget: int) -> Pac
     ns = check_namespace(namespace)
     text = check_text(query, engine.config.store.max_content_chars)
     budget = check_budget(token_budget)
+    if not isinstance(fill, bool):
+        raise InvalidInput(f"fill must be true or false, not {type(fill).__name__}")
     # The view is taken before the read snapshot opens (and kept until the pack is recorded
     # by the snapshot's end), so the snapshots a namespace's caches follow only move forward.
     with engine.caches.use(ns) as view:
-        return _Injector(engine, ns, engine.clock(), view).run(text, budget)
+        return _Injector(engine, ns, engine.clock(), view).run(text, budget, fill)

@@ -20,20 +20,15 @@ from typing import Any
 import apsw
 
 from remd.store import int_scalar
+from remd.text import FUNCTION_WORDS, QUESTION_WORDS
 
 _TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # as schema.sql's node_fts
-# Words that carry no topic of their own: left out of the FTS5 query (bm25 would give them a
-# little weight each, and a long query of them costs postings for nothing).
-_STOP_WORDS = """
-a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further
-had has have having he her here hers herself him himself his how i if in into is it its itself
-just me more most my myself no nor not now of off on once only or other our ours ourselves out
-over own same she should so some such than that the their theirs them themselves then there
-these they this those through to too under until up very was we were what when where which while
-whom why will with would you your yours yourself yourselves s t don ll m re ve d
-"""
-STOP = frozenset(_STOP_WORDS.split())
+# remd/text.py's one stop list plus the words that only make a question: left out of the FTS5
+# query (bm25 would give them a little weight each, and a long query of them costs postings for
+# nothing). The vague words (time words, counts, everyday verbs) stay: a question can hinge on
+# them and bm25 weighs them by rarity. The last few are what the tokenizer leaves of
+# contractions ("don't" -> don, t).
+STOP = FUNCTION_WORDS | QUESTION_WORDS | frozenset("s t don ll m re ve d".split())
 _KEEP = 65_536  # counts kept per store
 _ADJUST_MAX = 256  # inserts past this since the last look: drop the counts instead
 
@@ -117,14 +112,9 @@ class TermCounts:
         return n
 
 
-def match_expression(conn: apsw.Connection, query: str, counts: TermCounts, *,
-                     max_terms: int, max_postings: int) -> str | None:
-    """A safe FTS5 MATCH string: the query's rarer words, each quoted, OR-ed (None: no word
-    worth searching).
-
-    Never raw user text: quoting makes every word a plain string token, so FTS5 syntax in the
-    query ("AND", "NEAR(", '"', "*", "col:") cannot reach the parser.
-    """
+def query_terms(conn: apsw.Connection, query: str, max_terms: int) -> dict[str, str]:
+    """stem -> word of the query's words worth searching (stop words left out), at most
+    ``max_terms``, in query order."""
     tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
     raw = query.encode("utf-8")
     terms: dict[str, str] = {}
@@ -136,6 +126,23 @@ def match_expression(conn: apsw.Connection, query: str, counts: TermCounts, *,
         terms[stem] = word
         if len(terms) >= max_terms:
             break
+    return terms
+
+
+def stems(conn: apsw.Connection, text: str) -> set[str]:
+    """The index's stems of ``text`` (what a MATCH on it would see)."""
+    tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
+    return {t[2] for t in tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None)}
+
+
+def match_expression(conn: apsw.Connection, terms: dict[str, str], counts: TermCounts, *,
+                     max_postings: int) -> str | None:
+    """A safe FTS5 MATCH string: the rarer of ``terms`` (:func:`query_terms`), each quoted,
+    OR-ed (None: no word worth searching).
+
+    Never raw user text: quoting makes every word a plain string token, so FTS5 syntax in the
+    query ("AND", "NEAR(", '"', "*", "col:") cannot reach the parser.
+    """
     docs = []
     for stem, word in terms.items():
         quoted = '"' + word.replace('"', '""') + '"'

@@ -100,12 +100,13 @@ def build_server(host: EngineHost, default_namespace: str = "default") -> MCPSer
         return call(namespace, lambda m: node_to_dict(m.save(content, tags, source)))
 
     @server.tool()
-    def inject_memories(query: str, token_budget: int,
+    def inject_memories(query: str, token_budget: int, fill: bool = False,
                         namespace: str | None = None) -> dict[str, Any]:
-        """The memories relevant to `query`, packed within `token_budget` tokens (a hard
-        limit). Returns {pack_id, budget, tokens_used, items: [{id, content, tokens, score,
-        tags}]}; pass pack_id to memory_feedback."""
-        return call(namespace, lambda m: m.inject(query, token_budget).to_dict())
+        """The memories relevant to `query`, best first, within `token_budget` tokens (a hard
+        limit). The pack stops where relevance falls off; fill=true packs to the budget.
+        Returns {pack_id, budget, tokens_used, items: [{id, content, tokens, score, tags}]};
+        pass pack_id to memory_feedback."""
+        return call(namespace, lambda m: m.inject(query, token_budget, fill=fill).to_dict())
 
     @server.tool()
     def memory_feedback(pack_id: str, accepted: bool,

@@ -328,11 +328,13 @@ class Memory:
         return _exchange.import_lines(self.engine, self.namespace, lines, embed=embed)
 
     # -- inject, feedback and tag tools (remd.inject, remd.feedback, remd.tagtools) -------
-    def inject(self, query: str, token_budget: int, *, namespace: str | None = None) -> Pack:
+    def inject(self, query: str, token_budget: int, *, fill: bool = False,
+               namespace: str | None = None) -> Pack:
         """The memories that matter for ``query`` within ``token_budget`` tokens (a hard
-        limit). Raises InvalidInput for an empty query or a negative budget."""
+        limit), stopping at the relevance floor; ``fill=True`` packs to the budget.
+        Raises InvalidInput for an empty query, a negative budget or a non-bool fill."""
         return _inject.inject(self.engine, self.namespace if namespace is None else namespace,
-                              query, token_budget)
+                              query, token_budget, fill=fill)
 
     def feedback(self, pack_id: str, accepted: bool | float, *,
                  namespace: str | None = None) -> FeedbackResult:

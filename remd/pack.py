@@ -30,6 +30,7 @@ class ScoreParts:
     diversity: float  # penalty subtracted (share of its tags already in the pack)
     context: float = 0.0  # score added for being saved next to a strong candidate
     date: float = 1.0  # multiplier for being saved in the period the query names
+    fact: float = 1.0  # multiplier for being the live fact the question asks for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +70,9 @@ class Pack:
     seeds: tuple[Seed, ...] = ()
     tags_activated: int = 0
     memories_touched: int = 0
+    fill: bool = False  # packed to the budget (True) or stopped at the relevance floor
+    stop: str = ""  # why the pack holds what it holds: remd.packer.Stop.reason
+    stop_detail: str = ""
 
     @property
     def text(self) -> str:
@@ -99,13 +103,16 @@ def explain(pack: Pack) -> Iterable[str]:
     yield (f"pack {pack.pack_id}: {len(pack.items)} item(s), {pack.tokens_used}/{pack.budget} "
            f"tokens; {pack.tags_activated} tags activated, {pack.memories_touched} memories "
            f"touched")
+    if pack.stop:
+        yield f"stopped ({pack.stop}{', fill' if pack.fill else ''}): {pack.stop_detail}"
     if pack.seeds:
         yield "seeds: " + ", ".join(f"{s.tag} ({s.origin} {s.weight:.2f})" for s in pack.seeds)
     for rank, item in enumerate(pack.items, 1):
         p = item.parts
         yield (f"{rank}. {item.id} score {item.score:.4f} = relevance {p.relevance:.4f} "
                f"x recency {p.recency:.3f} x importance {p.importance:.3f} x date {p.date:g} "
-               f"+ context {p.context:.4f} - diversity {p.diversity:.4f}")
+               f"+ context {p.context:.4f} - diversity {p.diversity:.4f}"
+               + (f" (fact x{p.fact:g})" if p.fact != 1.0 else ""))
         yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
                f"{p.vector:.3f}, lexical {p.lexical:.3f}; path "
                f"{' -> '.join(item.path) if item.path else '-'}; {item.tokens} tokens")

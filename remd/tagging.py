@@ -19,7 +19,7 @@ from functools import cache, lru_cache
 
 from remd.errors import InvalidInput
 from remd.lexicon import CATEGORIES, CATEGORY_OF, TABLE, lemma
-from remd.text import STOP_WORDS, name_runs
+from remd.text import QUESTION_WORDS, STOP_WORDS, name_runs
 
 __all__ = ["extract_entities", "extract_query_tags", "extract_tags", "is_verb_form", "lemma",
            "name_tags", "normalise_tag"]
@@ -53,15 +53,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 
-# Extra words that only carry the question's form ("tell me what you know about ...").
-
-_QUERY_STOP = _words(
-    """
-    tell remind recall remember know mention mentioned mentions talk talked discuss discussed ask
-    asked anything something info information detail details user users current currently
-    """
-)
-_QUERY_STOP_WORDS = STOP_WORDS | _QUERY_STOP
+_QUERY_STOP_WORDS = STOP_WORDS | QUESTION_WORDS
 
 # Words that are never names, so a capitalised sentence opener made of one is not an entity.
 _COMMON_ADJ = _words(

@@ -19,8 +19,11 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Words that never carry what a text is about: never tags, never a synthesis's content.
-STOP_WORDS = word_set(
+# Words that carry no topic of their own, and words that only say how much someone likes or
+# wants something ("like", "really", "thing"): never tags, never searched for, never steering a
+# query. The one stop list: tagging, the FTS5 query (remd/lexical.py), synthesis and distil all
+# start from it.
+FUNCTION_WORDS = word_set(
     """
     a an the this that these those there here it its itself i me my mine myself we us our ours
     ourselves you your yours yourself yourselves he him his himself she her hers herself they them
@@ -28,37 +31,58 @@ STOP_WORDS = word_set(
     everybody everything nobody nothing none noone other others another each every either neither
     both all any some such own same few many much more most less least lot lots plenty several
     am is are was were be been being have has had having do does did doing done will would shall
-    should can could may might must ought need dare get gets got gotten getting go goes going went
-    gone make makes made making take takes took taken come comes came let lets say says said tell
-    told think thought know knew known see saw seen seem seems seemed feel felt keep kept put give
-    gave given find found try tried want wanted wants use used using
+    should can could may might must ought need dare
+    want wanted wants wanting like likes liked liking changed changing
     about above across after afterwards against along alongside amid among around as at away back
     before behind below beneath beside besides between beyond by down during except for from in
     inside into near next of off on onto out outside over past per since than through throughout
-    till to toward towards under underneath unlike until up upon via with within without
+    till to toward towards under underneath unlike until up upon via with within without further
     and but or nor so yet if then else because although though unless whereas while whether also
     too either instead otherwise therefore thus hence however anyway anyways besides meanwhile
     what when where who whom whose why how which whatever whenever wherever whoever however
     not no nor never always often sometimes usually ever again already still even just only very
     really quite rather pretty fairly almost enough maybe perhaps probably actually basically
     literally definitely totally completely absolutely simply certainly surely honestly seriously
-    especially particularly exactly kinda sorta somewhat somehow anyhow else
-    now today tonight tomorrow yesterday soon later lately recently currently once twice ago
-    day days week weeks month months year years time times morning evening night weekend
-    first second third last next previous final new old recent early late
-    two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand
-    million billion dozen couple half
+    especially particularly exactly kinda sorta somewhat somehow anyhow else once
     yeah yep yup yes nope nah oh ooh ah aah ahh wow whoa hey hi hello hiya bye goodbye thanks thank
-    thx ty please pls sorry okay ok alright fine sure cool awesome great amazing nice good bad well
+    thx ty please pls sorry okay ok alright
     lol lmao rofl haha hahaha hehe omg btw imo imho tbh idk gonna wanna gotta kinda dunno hmm um
     uh umm er erm huh meh yay ugh oops etc
-    thing things stuff way ways kind sort bit part lot place person people guy guys someone
-    note notes memo reminder todo update
+    thing things stuff
     i'm i've i'll i'd you're you've you'll you'd he's he'll he'd she's she'll she'd it's it'll
     it'd we're we've we'll we'd they're they've they'll they'd that's that'll there's there'll
     here's what's what're who's who'll where's when's why's how's let's don't doesn't didn't
     can't cannot couldn't won't wouldn't shan't shouldn't mustn't mightn't needn't isn't aren't
     wasn't weren't haven't hasn't hadn't ain't y'all ya
+    """
+)
+# Words that say little about what a text is about, though a question may hinge on them (time
+# words, counts, everyday verbs and nouns): never tags or a synthesis's content, but bm25 still
+# searches them, weighed by their rarity ("when did she *first* ...", "how many *days* ...").
+VAGUE_WORDS = word_set(
+    """
+    get gets got gotten getting go goes going went gone make makes made making take takes took
+    taken come comes came let lets say says said tell told think thought know knew known see saw
+    seen seem seems seemed feel felt keep kept put give gave given find found try tried use used
+    using
+    now today tonight tomorrow yesterday soon later lately recently currently twice ago
+    day days week weeks month months year years time times morning evening night weekend
+    first second third last previous final new old recent early late
+    two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand
+    million billion dozen couple half
+    fine sure cool awesome great amazing nice good bad well
+    way ways kind sort bit part place person people guy guys
+    note notes memo reminder todo update
+    """
+)
+# Words that never carry what a text is about: never tags, never a synthesis's content.
+STOP_WORDS = FUNCTION_WORDS | VAGUE_WORDS
+# Words that only carry a question's form ("tell me what you know about ..."): left out of what
+# a query searches for, on top of FUNCTION_WORDS.
+QUESTION_WORDS = word_set(
+    """
+    tell remind recall remember know mention mentioned mentions talk talked discuss discussed ask
+    asked anything something info information detail details user users current currently
     """
 )
 # Capitalised only because they open a sentence: not names.

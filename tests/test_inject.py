@@ -124,7 +124,7 @@ def test_bad_query_is_refused(corpus: Memory, query: object) -> None:
 
 
 def test_big_budget_takes_everything_relevant_and_stays_exact(corpus: Memory) -> None:
-    pack = corpus.inject("what do I eat, where do I fly, who are my pets", 10_000)
+    pack = corpus.inject("what do I eat, where do I fly, who are my pets", 10_000, fill=True)
     check_pack(pack, {FOOD, FLIGHT, *DISTRACTORS})
     assert FOOD in {i.content for i in pack.items}
 
@@ -449,7 +449,7 @@ def test_inject_and_feedback_work_does_not_grow_with_the_tag_vocabulary(
                 conn.execute("ANALYZE")
             packs: list[Pack] = []
             steps = _vm_steps(m, lambda m=m, packs=packs: packs.append(
-                m.inject("What are my food preferences?", 200)))
+                m.inject("What are my food preferences?", 200, fill=True)))
             assert packs[0].items[0].content == FOOD
             results: list[Any] = []
             steps_fb = _vm_steps(m, lambda m=m, p=packs[0], r=results: r.append(

@@ -775,11 +775,11 @@ def test_a_date_query_finds_the_synthesis_of_that_day(db_path: Path) -> None:
         assert node.created_at == max(mb.created_at for mb in members_of(m, sid))
         # The first day of the span, more than date_pad_days before the synthesis's created_at.
         assert node.created_at - days[0] > (m.config.inject.date_pad_days + 1) * DAY
-        pack = m.inject("What happened on 1 May, 2024?", 10_000)
+        pack = m.inject("What happened on 1 May, 2024?", 10_000, fill=True)
         assert pack.items[0].id == sid and pack.items[0].parts.date == 3.0
         assert all(i.parts.date == 1.0 for i in pack.items if i.id != sid)
         falcon = {m.get(f"f{j}").deprecated_by for j in range(len(FALCON))}
-        month = m.inject("What happened in May 2024?", 10_000)
+        month = m.inject("What happened in May 2024?", 10_000, fill=True)
         assert {i.id for i in month.items if i.parts.date == 3.0} == falcon
 
 

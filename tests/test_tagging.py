@@ -385,7 +385,7 @@ def test_huge_text_only_reads_the_opening() -> None:
         ("where did caroline move", {"caroline", "move", "home"}),
         ("tell me what you know about my sister", {"sister", "family"}),
         ("WHAT ARE MY HOBBIES", {"hobby"}),
-        ("Which movies do I like?", {"movie", "like"}),
+        ("Which movies do I like?", {"movie"}),
         ("when is my dentist appointment", {"dentist", "appointment", "health"}),
     ],
 )

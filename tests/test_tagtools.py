@@ -71,7 +71,7 @@ def test_inject_follows_subtypes(mem: Memory) -> None:
     mem.save("Lunch at noon")
     mem.add_subtype("pytest", "testing")
     mem.save("Testing strategy notes")  # makes "testing" a seed-able tag with a memory
-    pack = mem.inject("testing", 1000)
+    pack = mem.inject("testing", 1000, fill=True)
     fixture = next(i for i in pack.items if i.content.startswith("Pytest"))
     assert fixture.path[:2] == ("testing", "pytest")
 

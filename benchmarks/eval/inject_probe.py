@@ -36,7 +36,7 @@ import apsw
 from benchmarks.eval import baselines, locomo
 from benchmarks.eval.locomo_run import RemdSubject, fresh_db
 from benchmarks.eval.report import mean, table
-from remd import Config, Memory
+from remd import Config, Memory, packer
 from remd.config import InjectConfig
 from remd.embed import MiniLMEmbedder
 from remd.inject import _Candidate, _Injector
@@ -58,13 +58,15 @@ class Probed:
 class Probe(_Injector):
     """inject's read path with a swappable config and an optional rescoring hook."""
 
-    def __init__(self, memory: Memory, cfg: InjectConfig, hook: Hook | None = None) -> None:
+    def __init__(self, memory: Memory, cfg: InjectConfig, hook: Hook | None = None,
+                 fill: bool = True) -> None:
         engine = memory.engine
         super().__init__(engine, memory.namespace, memory.clock(),
                          engine.caches.view(memory.namespace))
         self.mem = memory
         self.cfg = cfg
         self.hook = hook
+        self.fill = fill
 
     def probe(self, query: str, budgets: Sequence[int]) -> Probed:
         cfg = self.cfg
@@ -75,12 +77,12 @@ class Probe(_Injector):
             cands = ranked.cands
             if self.hook is not None:
                 self.hook(self, conn, cands, query)
-            sep = counter.count(cfg.separator) if cfg.separator else 0
             packed: dict[int, list[int]] = {}
             for b in budgets:
-                picked = self._pack(conn, cands, b, sep)
+                picked, _ = self.pack(conn, ranked, b, self.fill)
                 contents, _ = self._texts(conn, [c.rid for c, _, _ in picked])
-                picked, _, _ = self._fit(picked, contents, b)
+                picked, _ = packer.fit(picked, contents, b, counter, cfg.separator,
+                                       self.engine.tokens_exact)
                 packed[b] = [c.rid for c, _, _ in picked]
         seeds = [s.tag if s.origin == "query" else f"~{s.tag}" for s in ranked.seeds]
         return Probed(cands, packed, seeds)

@@ -29,6 +29,9 @@ from remd.tokens import TokenCounter
 
 DAY = 86400.0
 BASELINES = ("bm25", "dense", "rrf", "recency")
+# remd's inject packed to the budget (fill=True, comparable with the baselines at equal tokens)
+# and stopped at its default relevance floor.
+REMD = {"remd": True, "remd-floor": False}
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Outcome:
     tokens: int
     seconds: float
     found: tuple[str, ...] = ()  # the evidence dia_ids that were in the pack
+    first: bool = False  # the pack's first item is (or carries) evidence
 
 
 @dataclass
@@ -82,13 +86,9 @@ def has_inject() -> bool:
     return True
 
 
-def inject(mem: Memory, query: str, budget: int) -> Any:
-    """``mem.inject(query, budget)``; the module function while Memory has no method yet."""
-    if hasattr(mem, "inject"):
-        return mem.inject(query, budget)
-    from remd.inject import inject as inject_fn
-
-    return inject_fn(mem, query, budget)
+def inject(mem: Memory, query: str, budget: int, fill: bool = False) -> Any:
+    """``mem.inject(query, budget, fill=fill)``."""
+    return mem.inject(query, budget, fill=fill)
 
 
 def fresh_db(workdir: Path, name: str) -> Path:
@@ -156,30 +156,34 @@ class RemdSubject:
                     out.append(dst)
         return out
 
-    def ask(self, conv: locomo.Conversation, question: str, budget: int
-            ) -> tuple[set[str], int, float, list[str]]:
-        """Inject once: (dia_ids credited, tokens used, seconds, problems seen)."""
+    def ask(self, conv: locomo.Conversation, question: str, budget: int, fill: bool = True
+            ) -> tuple[set[str], int, float, list[str], set[str]]:
+        """Inject once: (dia_ids credited, tokens used, seconds, problems seen, dia_ids the
+        first item carries)."""
         mem = self.mems[conv.sample_id]
         id_map = self.ids[conv.sample_id]
         contents = {t.dia_id: t.content for t in conv.turns}
         self.embedder.recording = False
         t0 = time.perf_counter()
-        pack = inject(mem, question, budget)
+        pack = inject(mem, question, budget, fill)
         dt = time.perf_counter() - t0
         self.last_text = str(pack.text)
         credited: set[str] = set()
+        first: set[str] = set()
         problems: list[str] = []
         for item in pack.items:
             dia = id_map.get(item.id)
+            mine = set()
             if dia is not None:
-                credited.add(dia)
+                mine.add(dia)
                 if item.content != contents[dia]:
                     problems.append(f"item {item.id} does not carry its saved text verbatim")
-                continue
-            for member in self.members(mem, item.id):
-                if member in id_map:
-                    credited.add(id_map[member])
-        return credited, int(pack.tokens_used), dt, problems
+            else:
+                mine.update(id_map[m] for m in self.members(mem, item.id) if m in id_map)
+            if not credited and not first:
+                first = mine
+            credited |= mine
+        return credited, int(pack.tokens_used), dt, problems, first
 
     def close(self) -> None:
         for mem in self.mems.values():
@@ -205,8 +209,9 @@ def run(conversations: Sequence[locomo.Conversation], setup: Setup) -> Results:
     counter = TokenCounter(setup.config.store.encoding)
     results = Results()
     workdir = setup.workdir or Path(tempfile.mkdtemp(prefix="remd-eval-"))
+    mine = [m for m in REMD if m in setup.methods]
     subject = (RemdSubject(fresh_db(workdir, "locomo.db"), setup.config, setup.embedder,
-                           dates=setup.dates) if "remd" in setup.methods else None)
+                           dates=setup.dates) if mine else None)
     problems: set[str] = set()
     try:
         for conv in conversations:
@@ -217,10 +222,13 @@ def run(conversations: Sequence[locomo.Conversation], setup: Setup) -> Results:
                 subject.ingest(conv)
                 for q in questions:
                     for budget in setup.budgets:
-                        credited, used, dt, bad = subject.ask(conv, q.question, budget)
-                        problems.update(bad)
-                        r, found = evidence_recall(q.evidence, credited)
-                        results.add("remd", budget, q, Outcome(r, used, dt, found))
+                        for method in mine:
+                            credited, used, dt, bad, first = subject.ask(
+                                conv, q.question, budget, REMD[method])
+                            problems.update(bad)
+                            r, found = evidence_recall(q.evidence, credited)
+                            results.add(method, budget, q, Outcome(
+                                r, used, dt, found, bool(first & set(q.evidence))))
             setup.embedder.save()
             setup.progress(f"  {conv.sample_id}: {len(conv.turns)} turns, {len(questions)} QA, "
                            f"{time.perf_counter() - t0:.1f}s")
@@ -297,6 +305,21 @@ def category_table(results: Results, budgets: Sequence[int], methods: Sequence[s
                          results.recall(m, b, [5])[0]])
     sizes = ", ".join(f"{locomo.CATEGORIES[c]} {counts[c]}" for c in (*cats, 5))
     return f"Evidence recall per category ({sizes}):\n\n" + table(header, rows)
+
+
+def first_item_table(results: Results, budgets: Sequence[int], methods: Sequence[str]) -> str:
+    """First-item precision: the share of single-hop QA whose pack starts with evidence."""
+    rows = []
+    n = 0
+    for m in methods:
+        row: list[object] = [m]
+        for b in budgets:
+            outs = [o for qid, o in results.by[m][b].items() if results.qa[qid].category == 4]
+            n = len(outs)
+            row.append(mean([float(o.first) for o in outs]))
+        rows.append(row)
+    return (f"First-item precision: the share of single-hop QA (n={n}) whose first item is "
+            "evidence:\n\n" + table(["method", *(f"@{b}" for b in budgets)], rows))
 
 
 def cost_table(results: Results, budgets: Sequence[int], methods: Sequence[str]) -> str:

@@ -36,7 +36,7 @@ def _ask_all(subject: RemdSubject, conv: locomo.Conversation, budgets: Sequence[
     for q in locomo.scored(conv.qa):
         literal = locomo.literal_answer(q, turns)
         for b in budgets:
-            credited, _, _, _ = subject.ask(conv, q.question, b)
+            credited, *_ = subject.ask(conv, q.question, b)
             recall[b][q.qid] = evidence_recall(q.evidence, credited)[0]
             if literal is not None:
                 answer[b][q.qid] = float(literal in subject.last_text.lower())

@@ -38,9 +38,6 @@ def embedder(args: argparse.Namespace) -> baselines.CachedEmbedder:
 
 def _methods(args: argparse.Namespace) -> tuple[str, ...]:
     methods = tuple(args.methods)
-    if "remd" in methods and not locomo_run.has_inject():
-        log("Memory.inject does not exist yet: remd is left out of the LoCoMo table")
-        methods = tuple(m for m in methods if m != "remd")
     return methods
 
 
@@ -61,6 +58,7 @@ def locomo_section(args: argparse.Namespace, convs: Sequence[locomo.Conversation
           f"{audit}; memories dated {args.dates}; exact o200k tokens, items joined by newlines.\n")
     print(locomo_run.headline_table(results, args.budgets, methods) + "\n")
     print(locomo_run.category_table(results, args.budgets, methods) + "\n")
+    print(locomo_run.first_item_table(results, args.budgets, methods) + "\n")
     print(locomo_run.cost_table(results, args.budgets, methods) + "\n")
     for note in results.notes:
         print(f"- note: {note}")
