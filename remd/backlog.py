@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from remd.embed import EmbedError
 from remd.logs import get_logger
 from remd.store import rows_in
-from remd.vectors import write_vectors
+from remd.text import sentence_pieces
+from remd.vectors import write_sentence_vectors, write_vectors
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -59,14 +60,19 @@ def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] 
             if rids is not None:
                 continue  # these were embedded meanwhile; the next ones may not be
             break
+        pieces = [sentence_pieces(str(r[2]), engine.config.embed.sentences) for r in rows]
         try:
-            vectors = embedder.embed([r[2] for r in rows])
+            vectors = embedder.embed([r[2] for r in rows] + [p for ps in pieces for p in ps])
         except EmbedError as exc:
             log.warning("embed.failed", error=str(exc), pending=len(rows))
             break
         with store.transaction() as conn:
-            for (rid, ns, _), vec in zip(rows, vectors, strict=True):
+            at = len(rows)
+            for (rid, ns, _), vec, mine in zip(rows, vectors[:len(rows)], pieces, strict=True):
                 write_vectors(conn, ns, [rid], vec)
+                if mine:
+                    write_sentence_vectors(conn, ns, rid, vectors[at:at + len(mine)])
+                    at += len(mine)
             conn.executemany("UPDATE nodes SET embedded = 1 WHERE rid = ?",
                              [(r[0],) for r in rows])
         done += len(rows)

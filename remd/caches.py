@@ -42,12 +42,14 @@ class View:
         self.graph = TagGraphCache(graph_capacity)
         self.mirror = NodeMirror(namespace)
         self.bits = BitIndex(namespace)
+        self.sentences = BitIndex(namespace, "sentence_vec")
         self.lock = threading.Lock()
         self.users = 0
         self.size = _VIEW_BYTES
 
     def nbytes(self) -> int:
-        return _VIEW_BYTES + self.graph.nbytes() + self.mirror.nbytes() + self.bits.nbytes()
+        return (_VIEW_BYTES + self.graph.nbytes() + self.mirror.nbytes() + self.bits.nbytes()
+                + self.sentences.nbytes())
 
 
 class Caches:

@@ -59,6 +59,9 @@ class EmbedConfig(_Section):
     # Embeddings are computed in the save call for single saves; bulk saves commit first and
     # embed afterwards in batches (the memory is durable before its vector exists).
     embed_on_save: bool = True
+    sentences: int = Field(8, ge=0, le=64, description=(
+        "a memory of several sentences also gets a vector per sentence, up to this many: a "
+        "question about one sentence of a long memory finds it (0: off)"))
 
 
 class TagConfig(_Section):

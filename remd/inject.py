@@ -165,9 +165,10 @@ class _Injector:
         self.query_tags = (len(scored), len(weights))
         return {tid: (name, w) for w, tid, name in scored[: self.cfg.max_seed_tags]}
 
-    def _start_vector_scan(self, conn: apsw.Connection, query: str) -> vectors.Scan | None:
-        """Embed the query and start the Hamming pre-filter (:func:`remd.vectors.start_scan`);
-        None when there is no vector search."""
+    def _start_vector_scan(self, conn: apsw.Connection, query: str) -> list[vectors.Scan] | None:
+        """Embed the query and start the Hamming pre-filters (:func:`remd.vectors.start_scan`)
+        over the memories' vectors and their sentences'; None when there is no vector
+        search."""
         if self.cfg.vector_k <= 0:
             return None
         try:
@@ -177,8 +178,21 @@ class _Injector:
             return None
         if qvec is None:
             return None
-        return vectors.start_scan(self.view.bits, conn, qvec,
-                                  self.cfg.vector_k * max(1, self.cfg.vector_rerank))
+        want = self.cfg.vector_k * max(1, self.cfg.vector_rerank)
+        scans = [vectors.start_scan(index, conn, qvec, want)
+                 for index in (self.view.bits, self.view.sentences)]
+        return [s for s in scans if s is not None] or None
+
+    @staticmethod
+    def _finish_scans(conn: apsw.Connection, scans: list[vectors.Scan] | None
+                      ) -> list[tuple[int, float]]:
+        """(rid, cosine) best first: a memory's best of its own vector and its sentences'."""
+        best: dict[int, float] = {}
+        for scan in scans or ():
+            for rid, sim in scan.finish(conn):
+                if sim > best.get(rid, -2.0):
+                    best[rid] = sim
+        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def _vector_seeds(self, conn: apsw.Connection, near: Sequence[tuple[int, float]],
                       taken: set[int]) -> dict[int, tuple[str, float]]:
@@ -372,7 +386,7 @@ class _Injector:
         lexical = self._lexical_hits(conn, query)  # while the scan runs
         qseeds = self._query_seeds(conn, query)
         cands: dict[int, _Candidate] = {}
-        near = self._resolve_top(conn, scan.finish(conn) if scan else [], cfg.vector_k)
+        near = self._resolve_top(conn, self._finish_scans(conn, scan), cfg.vector_k)
         vseeds = self._vector_seeds(conn, near, set(qseeds))
         seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
         seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]

@@ -498,6 +498,7 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
             conn.execute("INSERT INTO node_fts (node_fts, rowid, content) "
                          "VALUES ('delete', ?, ?)", (rid, content))
             conn.execute("DELETE FROM node_vec_bit WHERE rid = ?", (rid,))
+            conn.execute("DELETE FROM sentence_vec WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM access_log WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM nodes WHERE rid = ?", (rid,))
         removed = conn.execute("DELETE FROM edges WHERE namespace = ? AND rem_run = ? "

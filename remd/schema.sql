@@ -157,6 +157,22 @@ WHEN EXISTS (SELECT 1 FROM node_vec_bit WHERE rid = NEW.rid) BEGIN
     UPDATE remd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation';
 END;
 
+-- One more embedding per sentence of a memory that has several (0010): a question that
+-- matches one sentence of a long memory finds it. Read like node_vec_bit; sid only grows.
+CREATE TABLE sentence_vec (
+    sid       INTEGER PRIMARY KEY,
+    rid       INTEGER NOT NULL,      -- nodes.rid
+    namespace TEXT NOT NULL,
+    bits      BLOB NOT NULL,
+    vec       BLOB NOT NULL          -- int8[384]
+);
+CREATE INDEX sentence_vec_ns ON sentence_vec (namespace, sid, bits);
+CREATE INDEX sentence_vec_rid ON sentence_vec (rid);
+
+CREATE TRIGGER sentence_vec_deleted AFTER DELETE ON sentence_vec BEGIN
+    UPDATE remd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation';
+END;
+
 -- Lexical index over node content (external content: rows are written by the store).
 CREATE VIRTUAL TABLE node_fts USING fts5 (
     content,

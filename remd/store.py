@@ -90,6 +90,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("0007_node_tags_rid_cover", _migration_sql("0007_node_tags_rid_cover")),  # tags by memory
     ("0008_vectors_once", _vectors_once),  # vec0 gone, int8 vectors: no chunk per namespace
     ("0009_rem_holds", _migration_sql("0009_rem_holds")),  # no redo after a rollback
+    ("0010_sentence_vectors", _migration_sql("0010_sentence_vectors")),  # a vector per sentence
 )
 _LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
 # tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.

@@ -117,6 +117,19 @@ def sentences(text: str) -> list[str]:
     return [" ".join(s.split()) for s in out if s and not s.isspace() and s.strip(";")]
 
 
+def sentence_pieces(content: str, limit: int) -> list[str]:
+    """The sentences of a memory worth a vector of their own: none for a memory of one
+    sentence (its own vector is that sentence's), else its sentences of 3+ words, each after
+    the speaker of a chat header ("Caroline: ..."), at most ``limit``."""
+    if limit <= 0:
+        return []
+    _, speaker, body = split_header(content)
+    found = [x for x in sentences(body) if len(x.split()) >= 3]
+    if len(found) < 2:
+        return []
+    return [f"{speaker}: {x}" if speaker else x for x in found[:limit]]
+
+
 def words(text: str) -> list[str]:
     """The words of a text as written ("Priya", "2025-03-14", "amber-1234", "don't")."""
     return WORD.findall(text)

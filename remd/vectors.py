@@ -83,8 +83,27 @@ def write_vectors(conn: apsw.Connection, namespace: str, rids: Sequence[int],
          for i, rid in enumerate(rids)])
 
 
+def write_sentence_vectors(conn: apsw.Connection, namespace: str, rid: int,
+                           vectors: npt.ArrayLike) -> None:
+    """Store the embeddings of a memory's sentences (``sentence_vec``, migration 0010), in the
+    caller's transaction, replacing any it had."""
+    m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    if conn.execute("SELECT 1 FROM sentence_vec WHERE rid = ? LIMIT 1", (rid,)).fetchone():
+        conn.execute("DELETE FROM sentence_vec WHERE rid = ?", (rid,))
+    if not len(m):
+        return
+    bits, small = quantise(m), to_int8(m)
+    conn.executemany(
+        "INSERT INTO sentence_vec (rid, namespace, bits, vec) VALUES (?, ?, ?, ?)",
+        [(int(rid), namespace, bits[i].tobytes(), small[i].tobytes()) for i in range(len(m))])
+
+
 class BitIndex:
-    """The sign bits of one namespace's embeddings, in memory, in rid order.
+    """The sign bits of one namespace's embeddings, in memory, in key order.
+
+    ``table`` is ``node_vec_bit`` (one vector per memory, keyed by rid) or ``sentence_vec``
+    (one per sentence of a memory that has several, keyed by sid, which only grows: rows are
+    only ever appended, so there is nothing pending to rescan).
 
     Rows normally arrive in increasing rid order and are appended. A node embedded late (its rid
     below ones already loaded, e.g. saved by another process whose embedding finished later) is
@@ -94,8 +113,12 @@ class BitIndex:
     the next refresh reloads the namespace in full.
     """
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, namespace: str, table: str = "node_vec_bit") -> None:
+        if table not in ("node_vec_bit", "sentence_vec"):
+            raise ValueError(f"no vectors in table {table!r}")
         self.namespace = namespace
+        self.table = table
+        self._key = "rid" if table == "node_vec_bit" else "sid"
         self._planes: U64 = np.zeros((_WORDS, 0), np.uint64)
         self._rids: npt.NDArray[np.int64] = np.zeros(0, np.int64)
         self._n = 0
@@ -145,14 +168,15 @@ class BitIndex:
             start = upto if self._floor is None else min(upto, self._floor - 1)
             floor = conn.execute(
                 "SELECT min(rid) FROM nodes WHERE namespace = ? AND embedded = 0",
-                (self.namespace,)).fetchone()
+                (self.namespace,)).fetchone() if self._key == "rid" else None
             # Streamed into two flat buffers rather than a list of row tuples: a first load
             # of 1M vectors takes 1.7 s this way, 2.9 s that way.
             fresh_rids = array.array("q")
             fresh_bits = bytearray()
+            key = self._key
             for r, b in conn.execute(
-                    "SELECT rid, bits FROM node_vec_bit WHERE namespace = ? AND rid > ? "
-                    "ORDER BY rid", (self.namespace, start)):
+                    f"SELECT {key}, bits FROM {self.table} WHERE namespace = ? AND {key} > ? "
+                    f"ORDER BY {key}", (self.namespace, start)):
                 if len(b) == _BYTES and (r > upto or not self._loaded(r)):
                     fresh_rids.append(r)
                     fresh_bits += b
@@ -305,6 +329,26 @@ def exact(conn: apsw.Connection, rids: npt.NDArray[np.int64], q: F32) -> list[tu
     return [(int(rows[i][0]), float(sims[i])) for i in order]
 
 
+def exact_sentences(conn: apsw.Connection, sids: npt.NDArray[np.int64], q: F32
+                    ) -> list[tuple[int, float]]:
+    """(rid, cosine similarity of its best sentence) of the given sentence candidates, best
+    first."""
+    if len(sids) == 0:
+        return []
+    ids = [int(r) for r in sids]
+    marks = ",".join("?" * len(ids))
+    rows: list[tuple[Any, ...]] = list(conn.execute(
+        f"SELECT rid, vec FROM sentence_vec WHERE sid IN ({marks})", ids))
+    if not rows:
+        return []
+    sims = from_int8([r[1] for r in rows]) @ q
+    best: dict[int, float] = {}
+    for (rid, _), sim in zip(rows, sims.tolist(), strict=True):
+        if sim > best.get(int(rid), -2.0):
+            best[int(rid)] = sim
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 @dataclass(frozen=True)
 class Scan:
     """A vector search under way: the unit query and its Hamming candidates (or their future,
@@ -312,10 +356,14 @@ class Scan:
 
     q: F32
     rids: npt.NDArray[np.int64] | Future[npt.NDArray[np.int64]]
+    table: str = "node_vec_bit"
 
     def finish(self, conn: apsw.Connection) -> list[tuple[int, float]]:
-        """The candidates ranked by exact cosine (float vectors read back), best first."""
+        """The candidates ranked by exact cosine (float vectors read back), best first: (rid,
+        similarity), a memory's best sentence standing for it in ``sentence_vec``."""
         rids = self.rids if isinstance(self.rids, np.ndarray) else self.rids.result()
+        if self.table == "sentence_vec":
+            return exact_sentences(conn, rids, self.q)
         return exact(conn, rids, self.q)
 
 
@@ -350,5 +398,5 @@ def start_scan(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike,
         return None
     index.refresh(conn)
     if len(index) < _SCAN_THREAD_MIN:
-        return Scan(q, index.candidates(q, want))
-    return Scan(q, _pools("scan").submit(index.candidates, q, want, parts=2))
+        return Scan(q, index.candidates(q, want), index.table)
+    return Scan(q, _pools("scan").submit(index.candidates, q, want, parts=2), index.table)

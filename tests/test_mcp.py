@@ -55,6 +55,7 @@ def test_every_tool_over_stdio(db_path: Path) -> None:
         tools = {t.name: t for t in listed.tools}
         assert set(tools) == TOOLS
         assert "token_budget" in tools["inject_memories"].input_schema["properties"]
+        assert "fill" in tools["inject_memories"].input_schema["properties"]
 
         old = data(await client.call_tool("save_memory", {"content": "My city is Bangalore"}))
         new = data(await client.call_tool("save_memory", {
@@ -76,6 +77,10 @@ def test_every_tool_over_stdio(db_path: Path) -> None:
         contents = [i["content"] for i in pack["items"]]
         assert "My city has changed to Mumbai" in contents
         assert "My city is Bangalore" not in contents  # stale facts never come back
+        full = data(await client.call_tool("inject_memories", {
+            "query": "which city do I live in?", "token_budget": 200, "fill": True}))
+        assert full["tokens_used"] >= pack["tokens_used"]
+        assert "My city is Bangalore" not in [i["content"] for i in full["items"]]
         counter = TokenCounter("o200k_base")
         assert counter.count("\n".join(contents)) == pack["tokens_used"]
 

@@ -109,6 +109,26 @@ def test_migrations_are_applied_by_name(db_path: Path) -> None:
     store.close()
 
 
+def test_a_file_at_0009_gets_sentence_vectors_through_the_backlog(db_path: Path) -> None:
+    long = "We went camping last weekend. The kids loved the campfire. Work was hectic."
+    with Memory(db_path) as m:
+        m.save(long)
+        m.save("One sentence only")
+    conn = connect(db_path, StoreConfig())
+    with conn:  # as a 0009 file was: no sentence table
+        conn.execute("DROP TABLE sentence_vec")
+        conn.execute("DELETE FROM remd_migrations WHERE name = '0010_sentence_vectors'")
+    conn.close()
+    with Memory(db_path) as m:
+        assert m.store.applied()[-1] == "0010_sentence_vectors"
+        pending = m.store.query("SELECT content FROM nodes WHERE embedded = 0")
+        assert [r[0] for r in pending] == [long]  # back in the backlog; its vector stays
+        assert m.store.scalar("SELECT count(*) FROM node_vec_bit") == 2
+        assert m.embed_pending() == 1
+        assert m.store.scalar("SELECT count(*) FROM sentence_vec") == 3
+        assert m.inject("camping", 50, fill=True).items[0].content == long
+
+
 def test_a_file_at_0008_gets_rem_holds_and_its_runs_keep_their_rows(db_path: Path) -> None:
     from remd.rem import get_run
     from tests.test_rem import NOW, fragments, old_lines
@@ -121,7 +141,7 @@ def test_a_file_at_0008_gets_rem_holds_and_its_runs_keep_their_rows(db_path: Pat
                      "'completed', 1.0, 7, 'offline', 'offline', 'offline-1')")
     conn.close()
     with Memory(db_path, clock=lambda: NOW) as m:
-        assert m.store.applied()[-1] == "0009_rem_holds"
+        assert "0009_rem_holds" in m.store.applied()
         old = get_run(m.engine, "default", "rem_old")
         assert (old.flagged, old.held, old.status.value) == (7, 0, "completed")
         m.import_lines(old_lines(fragments(1)))
