@@ -77,8 +77,8 @@ class InjectConfig(_Section):
     beam: int = Field(128, ge=1, description="B: activated tags kept")
     idf_min_memories: int = Field(0, ge=0, description=(
         "below this many memories every tag counts as specific (0: IDF always applies)"))
-    vector_k: int = Field(32, ge=0, description="nearest memories used as hybrid seeds")
-    fts_k: int = Field(32, ge=0, description="lexical (FTS5) hits used as hybrid seeds")
+    vector_k: int = Field(64, ge=0, description="nearest memories used as hybrid seeds")
+    fts_k: int = Field(64, ge=0, description="lexical (FTS5) hits used as hybrid seeds")
     per_tag_cap: int = Field(64, ge=1, description="memories read per activated tag")
     max_candidates: int = Field(256, ge=1, description=(
         "memories the tag walk may propose (vector and lexical hits come on top)"))
@@ -100,8 +100,8 @@ class InjectConfig(_Section):
     fts_max_terms: int = Field(12, ge=1)
     fusion_k: float = Field(8.0, gt=0, description=(
         "k of the reciprocal-rank fusion: small, so a source's top ranks decide"))
-    graph_weight: float = Field(1.0, ge=0, description="weight of tag-graph evidence")
-    vector_weight: float = Field(1.0, ge=0, description="weight of vector evidence")
+    graph_weight: float = Field(0.5, ge=0, description="weight of tag-graph evidence")
+    vector_weight: float = Field(2.0, ge=0, description="weight of vector evidence")
     lexical_weight: float = Field(1.5, ge=0, description="weight of FTS5 bm25 evidence")
     recency_weight: float = Field(0.1, ge=0, le=1, description=(
         "score multiplier is (1 - w) + w * recency: old but relevant memories stay in"))
@@ -131,10 +131,10 @@ class InjectConfig(_Section):
         "relevance floor: with no candidate at least this similar to the query (cosine), fewer "
         "than half of its words or tags found, and no live fact of the key it asks for, the "
         "pack is empty (0: off)"))
-    floor_spread: float = Field(0.1, ge=0, le=1, description=(
+    floor_spread: float = Field(0.11, ge=0, le=1, description=(
         "relevance floor: an item must score at least the weakest score of the filled pack "
         "plus this share of the way to the best (0: off)"))
-    floor_gap: float = Field(0.6, ge=0, le=1, description=(
+    floor_gap: float = Field(0.55, ge=0, le=1, description=(
         "relevance floor: the pack stops before the first score below this share of the "
         "score above it (0: off)"))
     fact_weight: float = Field(1.0, ge=0, description=(

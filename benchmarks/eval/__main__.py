@@ -7,7 +7,9 @@
 
 Sections: ``locomo`` (evidence recall vs BM25 / dense / RRF / recency), ``drift`` (synthetic fact
 updates with varied phrasing), ``memorylens`` (memorylens-bench 0.4.0 with remd as a backend),
-``rem`` (LoCoMo recall and live nodes before and after a forced REM cycle).
+``rem`` (LoCoMo recall and live nodes before and after a forced REM cycle), ``personal``
+(forty personal memories: the right one first at 40 tokens, tokens used with the relevance
+floor, nothing stale).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from benchmarks.eval.report import machine_line
 from remd.logs import configure_logging
 
-SECTIONS = ("locomo", "drift", "memorylens", "rem")
+SECTIONS = ("locomo", "drift", "memorylens", "rem", "personal")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -69,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.eval import memorylens_run
 
         memorylens_run.section(quick=args.quick)
+    if "personal" in args.only:
+        from benchmarks.eval import personal
+
+        personal.section()
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -26,7 +26,7 @@ from remd import Memory
 from remd.config import EmbedConfig
 from remd.embed import make_embedder
 
-BUDGET = 256  # tokens per get_context pack
+BUDGET = 300  # tokens per get_context pack (the adapter budget)
 THEIR_BACKENDS = ("naive", "rag", "rag_chunked", "cascading", "summary", "entity", "graph")
 CHECKPOINTS = (10, 25, 50, 75, 100)
 
