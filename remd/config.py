@@ -131,7 +131,7 @@ class InjectConfig(_Section):
         "relevance floor: with no candidate at least this similar to the query (cosine), fewer "
         "than half of its words or tags found, and no live fact of the key it asks for, the "
         "pack is empty (0: off)"))
-    floor_spread: float = Field(0.11, ge=0, le=1, description=(
+    floor_spread: float = Field(0.1, ge=0, le=1, description=(
         "relevance floor: an item must score at least the weakest score of the filled pack "
         "plus this share of the way to the best (0: off)"))
     floor_gap: float = Field(0.55, ge=0, le=1, description=(
