@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
-from remd import lexical, nodemirror, packer, vectors
+from remd import lexical, nodemirror, packer, standins, vectors
 from remd.caches import View
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
@@ -461,7 +461,7 @@ class _Injector:
         return len(found)
 
     def pack(self, conn: apsw.Connection, ranked: _Ranked, budget: int, fill: bool
-             ) -> tuple[list[tuple[_Candidate, float, float]], Stop]:
+             ) -> tuple[list[tuple[_Candidate, float, float]], packer.Stop]:
         """Step 5: fill the budget greedily, then (unless ``fill``) trim to the relevance floor
         (:mod:`remd.packer`); the items in pack order and why the pack stops there."""
         cfg = self.cfg
@@ -512,80 +512,24 @@ class _Injector:
         return pack
 
     def _stand_ins(self, conn: apsw.Connection, rids: Iterable[int]) -> dict[int, int]:
-        """rid -> the live node that stands for it in this namespace: itself when live, else the
-        live synthesis a REM run folded it into (``deprecated_by``, followed for a few hops).
-
-        A synthesis is as long as several fragments and its vector is their centroid, so a
-        question about one fragment matches the fragment far better than its synthesis; the
-        fragment's match is evidence for the synthesis that now carries its words. Superseded,
-        forgotten and other-namespace nodes stand for nothing.
-        """
+        """rid -> the live node that stands for it (:func:`remd.standins.stand_ins`)."""
         self._sync(conn)
-        current = {int(r): int(r) for r in rids}  # original rid -> node to look at
-        out: dict[int, int] = {}
-        live, deprecated = nodemirror.STATUS["live"], nodemirror.STATUS["deprecated"]
-        for _ in range(4):  # a synthesis folded again by a later run: follow it
-            if not current:
-                break
-            found, pos = self.nodes.positions(sorted(set(current.values())))
-            status = dict(zip(found.tolist(), self.nodes.status[pos].tolist(), strict=True))
-            folded = [r for r, st in status.items() if st == deprecated]
-            nxt: dict[int, int] = {}
-            if folded:  # only these need SQL: the synthesis that absorbed each
-                marks = ",".join("?" * len(folded))
-                nxt = {int(r): int(s) for r, s in conn.execute(
-                    f"SELECT n.rid, s.rid FROM nodes n JOIN nodes s "
-                    f"ON s.id = n.deprecated_by AND s.namespace = n.namespace "
-                    f"WHERE n.rid IN ({marks})", folded)}
-            follow: dict[int, int] = {}
-            for orig, rid in current.items():
-                st = status.get(rid)
-                if st == live:
-                    out[orig] = rid
-                elif st == deprecated and rid in nxt:
-                    follow[orig] = nxt[rid]
-            current = follow
-        return out
+        return standins.stand_ins(self.nodes, conn, rids)
 
     def _resolve(self, conn: apsw.Connection, hits: Sequence[tuple[int, float]]
                  ) -> list[tuple[int, float]]:
-        """Hits mapped to their stand-ins (see _stand_ins), best score per stand-in, best first."""
-        if not hits:
-            return []
-        stand = self._stand_ins(conn, (r for r, _ in hits))
-        best: dict[int, float] = {}
-        for rid, score in hits:
-            target = stand.get(rid)
-            if target is not None and score > best.get(target, -math.inf):
-                best[target] = score
-        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-
-    def _seek_neighbour(self, conn: apsw.Connection, rid: int, step: int) -> int:
-        """Mirror position of the nearest live node before/after ``rid`` (-1: none)."""
-        op, order = ("<", "DESC") if step < 0 else (">", "ASC")
-        row = conn.execute(
-            f"SELECT rid FROM nodes WHERE namespace = ? AND status = 'live' AND rid {op} ? "
-            f"ORDER BY rid {order} LIMIT 1", (self.ns, rid)).fetchone()
-        if row is None:
-            return -1
-        _, pos = self.nodes.positions([int(row[0])])
-        return int(pos[0]) if len(pos) else -1
+        """Hits mapped to their stand-ins (:func:`remd.standins.resolve`)."""
+        self._sync(conn)
+        return standins.resolve(self.nodes, conn, hits)
 
     def _resolve_top(self, conn: apsw.Connection, hits: Sequence[tuple[int, float]], k: int
                      ) -> list[tuple[int, float]]:
-        """The best ``k`` of ``hits`` (best first) after _resolve, looking up stand-ins for as
-        few of them as it takes: most hits are live and stand for themselves."""
-        out: list[tuple[int, float]] = []
-        start, step = 0, 2 * k
-        while start < len(hits) and len(out) < k:
-            merged = dict(out)
-            for rid, score in self._resolve(conn, hits[start:start + step]):
-                if score > merged.get(rid, -math.inf):
-                    merged[rid] = score
-            out = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
-            start += step
-            step *= 2
-        return out[:k]
+        """The best ``k`` of ``hits`` after :meth:`_resolve` (:func:`remd.standins.top`)."""
+        self._sync(conn)
+        return standins.top(self.nodes, conn, hits, k)
+
+    def _seek_neighbour(self, conn: apsw.Connection, rid: int, step: int) -> int:
+        return standins.seek_neighbour(self.nodes, conn, self.ns, rid, step)
 
     def _texts(self, conn: apsw.Connection, rids: Sequence[int]
                ) -> tuple[dict[int, str], dict[int, tuple[str, ...]]]:

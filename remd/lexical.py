@@ -28,7 +28,7 @@ _TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # as schema.sq
 # nothing). The vague words (time words, counts, everyday verbs) stay: a question can hinge on
 # them and bm25 weighs them by rarity. The last few are what the tokenizer leaves of
 # contractions ("don't" -> don, t).
-STOP = FUNCTION_WORDS | QUESTION_WORDS | frozenset("s t don ll m re ve d".split())
+STOP = FUNCTION_WORDS | QUESTION_WORDS | frozenset(("s", "t", "don", "ll", "m", "re", "ve", "d"))
 _KEEP = 65_536  # counts kept per store
 _ADJUST_MAX = 256  # inserts past this since the last look: drop the counts instead
 
@@ -132,7 +132,8 @@ def query_terms(conn: apsw.Connection, query: str, max_terms: int) -> dict[str, 
 def stems(conn: apsw.Connection, text: str) -> set[str]:
     """The index's stems of ``text`` (what a MATCH on it would see)."""
     tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
-    return {t[2] for t in tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None)}
+    tokens: list[Any] = list(tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None))
+    return {t[2] for t in tokens}
 
 
 def match_expression(conn: apsw.Connection, terms: dict[str, str], counts: TermCounts, *,

@@ -52,7 +52,7 @@ class Stop:
     detail: str
 
 
-def greedy(cands: Sequence[S], tags_of: Callable[[list[int]], dict[int, set[int]]],
+def greedy(cands: Sequence[S], tags_of: Callable[[list[int]], dict[int, frozenset[int]]],
            budget: int, sep_tokens: int, cfg: InjectConfig) -> tuple[Picked[S], bool]:
     """Lazy greedy: (candidate, final score, diversity penalty) in pack order, and whether a
     candidate that scored was left out for want of room.

@@ -119,7 +119,8 @@ def test_inject_ranks_the_memory_saved_on_the_named_day_first(tmp_path: Path,
                                                                clock: Clock) -> None:
     mem, ids = dated_corpus(tmp_path / "a.db", clock, weight=2.0)
     with mem:
-        pack = mem.inject("What did Caroline do at the support group on 8 May, 2023?", 10_000, fill=True)
+        pack = mem.inject("What did Caroline do at the support group on 8 May, 2023?", 10_000,
+                          fill=True)
         assert pack.items[0].id == ids[1]
         assert pack.items[0].parts.date == 3.0
         assert all(item.parts.date == 1.0 for item in pack.items[1:])
@@ -131,7 +132,8 @@ def test_inject_ranks_the_memory_saved_on_the_named_day_first(tmp_path: Path,
 def test_date_weight_zero_turns_the_boost_off(tmp_path: Path, clock: Clock) -> None:
     mem, ids = dated_corpus(tmp_path / "b.db", clock, weight=0.0)
     with mem:
-        pack = mem.inject("What did Caroline do at the support group on 8 May, 2023?", 10_000, fill=True)
+        pack = mem.inject("What did Caroline do at the support group on 8 May, 2023?", 10_000,
+                          fill=True)
         assert all(item.parts.date == 1.0 for item in pack.items)
         assert {item.id for item in pack.items} == set(ids)
 

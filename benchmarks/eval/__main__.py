@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, nargs="+", default=None,
                     help="LoCoMo conversation indices (0-9) to run")
     ap.add_argument("--budgets", type=int, nargs="+", default=[256, 512, 1024, 2048])
-    ap.add_argument("--methods", nargs="+", default=["remd", "remd-floor", "bm25", "dense", "rrf", "recency"],
+    ap.add_argument("--methods", nargs="+",
+                    default=["remd", "remd-floor", "bm25", "dense", "rrf", "recency"],
                     help="remd: packed to the budget (fill); remd-floor: the default floor")
     ap.add_argument("--dates", choices=["real", "ingest"], default="real",
                     help="memories created at their session date (real) or all at once")
