@@ -163,7 +163,11 @@ def open_engine(path: str | Path, config: Config, *, embedder: EmbedderSpec = Tr
     file = _file_key(path)
     spec: Hashable = embedder if isinstance(embedder, bool) or embedder is None \
         else ("object", id(embedder))
-    key = (file, config, spec, clock)
+    try:  # any callable is a clock; an unhashable one (a mutable dataclass) is keyed by identity
+        clock_key: Hashable = (clock, hash(clock))
+    except TypeError:
+        clock_key = ("object", id(clock))
+    key = (file, config, spec, clock_key)
     with _registry_lock:
         engine = _registry.get(key) if file is not None else None
         if engine is not None:

@@ -130,3 +130,21 @@ def test_a_tick_embeds_the_backlog_of_every_namespace(db_path: Path) -> None:
         assert b.stats().pending_embeddings == 0
         assert [n.content for n, _ in b.nearest("where does my sister live?", 1)] == [
             "my sister lives in Porto"]
+
+
+def test_an_unhashable_clock_is_accepted_and_shared_by_identity(tmp_path: Path) -> None:
+    from dataclasses import dataclass
+
+    @dataclass
+    class Clock:  # eq=True and not frozen: instances are unhashable
+        now: float
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock(1_700_000_000.0)
+    with Memory(tmp_path / "c.db", clock=clock) as a, Memory(tmp_path / "c.db", clock=clock) as b:
+        assert a.engine is b.engine
+        assert a.save("saved at the clock's time").created_at == 1_700_000_000.0
+        with Memory(tmp_path / "c.db", clock=Clock(5.0)) as c:
+            assert c.engine is not a.engine

@@ -191,3 +191,22 @@ def test_the_rem_section_runs_a_cycle_on_the_current_api(db_path: Path) -> None:
         before = rem_eval._live_tokens(m)
         run = rem_eval.run_rem(m)
         assert run.synthesised >= 3 and rem_eval._live_tokens(m) < before
+
+
+def test_the_drift_section_runs_on_the_current_api(tmp_path: Path) -> None:
+    """drift.run had crashed since the engine issue (an unhashable clock) and nothing ran it."""
+    from benchmarks.eval import drift
+
+    scores = drift.run([1], [60], tmp_path, budgets=(64,), methods=("remd",))
+    score = scores[("remd", 64)]
+    assert score.recall  # it asked its questions and scored them
+
+
+def test_the_personal_section_finds_the_right_memory_first(tmp_path: Path) -> None:
+    from benchmarks.eval import personal
+
+    rows, unknown = personal.run(tmp_path)
+    assert len(rows) == len(personal.QUESTIONS) and len(unknown) == len(personal.UNKNOWN)
+    assert sum(r.first_ok for r in rows) >= len(rows) - 1
+    assert not any(r.stale for r in rows + unknown)
+    assert all(r.tokens <= r.tokens_fill for r in rows)
