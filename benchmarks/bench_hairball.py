@@ -258,12 +258,14 @@ class Recall:
     questions: int = 0
 
 
-def measure(path: Path, subjects: list[Subject], budget: int) -> Recall:
-    """Evidence recall of the questions at one budget, on the file at ``path``."""
+def measure(path: Path, subjects: list[Subject], budget: int, fill: bool = False) -> Recall:
+    """Evidence recall of the questions at one budget, on the file at ``path`` (``fill``:
+    packed to the budget instead of stopping at the relevance floor)."""
     r = Recall()
     with Memory(path, clock=lambda: NOW) as m:
         for subj in subjects:
-            pack = m.inject(subj.question, token_budget=budget, namespace=subj.namespace)
+            pack = m.inject(subj.question, token_budget=budget, namespace=subj.namespace,
+                            fill=fill)
             text = pack.text
             name = re.compile(rf"\b{re.escape(subj.name)}\b", re.I)
             own = "\n".join(i.content for i in pack.items if name.search(i.content))
@@ -309,6 +311,8 @@ def main() -> None:
     ap.add_argument("--budgets", type=int, nargs="+", default=[128, 256, 512],
                     help="inject token budgets")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--fill", action="store_true",
+                    help="packs filled to the budget (default: the relevance floor)")
     args = ap.parse_args()
 
     rng = random.Random(args.seed)
@@ -340,7 +344,8 @@ def main() -> None:
     nodes_after, tokens_after, text_after = live_stats(path, namespaces)
 
     t0 = time.perf_counter()
-    measured = [(b, measure(copy, subjects, b), measure(path, subjects, b))
+    measured = [(b, measure(copy, subjects, b, args.fill),
+                 measure(path, subjects, b, args.fill))
                 for b in args.budgets]
     inject_seconds = time.perf_counter() - t0
 
