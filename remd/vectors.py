@@ -313,32 +313,20 @@ def unit(query: npt.ArrayLike) -> F32 | None:
     return None if norm == 0.0 else q / norm
 
 
-def exact(conn: apsw.Connection, rids: npt.NDArray[np.int64], q: F32) -> list[tuple[int, float]]:
-    """(rid, cosine similarity) of the given candidates by their stored vectors, best
-    first."""
-    if len(rids) == 0:
-        return []
-    ids = [int(r) for r in rids]
-    marks = ",".join("?" * len(ids))
-    rows: list[tuple[Any, ...]] = list(conn.execute(
-        f"SELECT rid, vec FROM node_vec_bit WHERE rid IN ({marks})", ids))
-    if not rows:
-        return []
-    sims = from_int8([r[1] for r in rows]) @ q
-    order = np.argsort(-sims, kind="stable")
-    return [(int(rows[i][0]), float(sims[i])) for i in order]
+def exact(conn: apsw.Connection, keys: npt.NDArray[np.int64], q: F32,
+          table: str = "node_vec_bit") -> list[tuple[int, float]]:
+    """(rid, cosine similarity) of the given candidates by their stored vectors, best first.
 
-
-def exact_sentences(conn: apsw.Connection, sids: npt.NDArray[np.int64], q: F32
-                    ) -> list[tuple[int, float]]:
-    """(rid, cosine similarity of its best sentence) of the given sentence candidates, best
-    first."""
-    if len(sids) == 0:
+    ``keys`` are rids of ``node_vec_bit``, or sids of ``sentence_vec``: then each memory
+    appears once, with the similarity of its best sentence.
+    """
+    if len(keys) == 0:
         return []
-    ids = [int(r) for r in sids]
+    ids = [int(r) for r in keys]
     marks = ",".join("?" * len(ids))
+    key = "rid" if table == "node_vec_bit" else "sid"
     rows: list[tuple[Any, ...]] = list(conn.execute(
-        f"SELECT rid, vec FROM sentence_vec WHERE sid IN ({marks})", ids))
+        f"SELECT rid, vec FROM {table} WHERE {key} IN ({marks})", ids))
     if not rows:
         return []
     sims = from_int8([r[1] for r in rows]) @ q
@@ -362,9 +350,7 @@ class Scan:
         """The candidates ranked by exact cosine (float vectors read back), best first: (rid,
         similarity), a memory's best sentence standing for it in ``sentence_vec``."""
         rids = self.rids if isinstance(self.rids, np.ndarray) else self.rids.result()
-        if self.table == "sentence_vec":
-            return exact_sentences(conn, rids, self.q)
-        return exact(conn, rids, self.q)
+        return exact(conn, rids, self.q, self.table)
 
 
 # Below this many vectors the Hamming scan takes well under 0.2 ms: not worth a thread hop.

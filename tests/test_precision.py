@@ -14,6 +14,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
+from benchmarks.eval.personal import MEMORIES
 from remd import Memory
 from remd.cli import main
 from remd.errors import InvalidInput
@@ -22,24 +23,7 @@ from remd.pack import explain
 from remd.walk import Specificity
 from tests.test_http import serve
 
-PERSONAL = [
-    "My name is Arjun and I work as a data engineer.",
-    "I live in Bangalore.",
-    "My mother lives in Pune.",
-    "I drive a blue Honda City.",
-    "I'd like to visit Iceland someday.",
-    "I love gulab jamun and rasmalai, my favourite sweets.",
-    "My manager is Priya Nair.",
-    "My dog is called Bruno, he's a beagle.",
-    "I'm allergic to peanuts.",
-    "I'm learning Spanish on Duolingo.",
-    "I prefer tea over coffee, especially masala chai.",
-    "My best friend Rahul lives in Mumbai.",
-    "I moved to Hyderabad.",
-    "My manager is now Karthik Rao.",
-    "I like spicy food, especially Andhra cuisine.",
-    "I use Neovim for coding.",
-]
+PERSONAL = MEMORIES  # benchmarks/eval/personal.py: 40 memories, two facts changed later
 
 
 @pytest.fixture(scope="module")
