@@ -7,6 +7,17 @@ know remd.
 
 from __future__ import annotations
 
+QUOTE_LIMIT = 80  # characters of user input an error message quotes
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr`` of user input for an error message, cut to ``limit`` characters plus "…"
+    (a 10,000-character id is not echoed whole)."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= limit else value[:limit] + "…")
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
 
 class RemdError(Exception):
     """Base class of every error remd raises on purpose."""
@@ -23,12 +34,16 @@ class NotFound(RemdError, LookupError):
         self.what = what
         self.ident = ident
         self.namespace = namespace
-        where = f" in namespace {namespace!r}" if namespace is not None else ""
-        super().__init__(f"no {what} {ident!r}{where}")
+        where = f" in namespace {quote(namespace)}" if namespace is not None else ""
+        super().__init__(f"no {what} {quote(ident)}{where}")
 
 
 class StoreError(RemdError):
     """The database file cannot be used (not SQLite, corrupt, read-only, full)."""
+
+
+class ReadOnlyStore(StoreError):
+    """The database file can be read but not written (permissions, a read-only mount)."""
 
 
 class DatabaseLocked(StoreError, TimeoutError):

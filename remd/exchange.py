@@ -10,14 +10,15 @@ same lines.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from remd.errors import InvalidInput
-from remd.ids import new_id
+from remd.errors import InvalidInput, quote
+from remd.ids import _ALPHABET, new_id
 from remd.ingest import Draft, Writer, check_source, check_tags, check_text, save_drafts
 from remd.models import EdgeType, Node, NodeKind, NodeStatus
 from remd.nodes import NODE_COLUMNS, from_rows
@@ -37,21 +38,30 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
 
 
-def parse_time(value: object, field: str) -> float | None:
-    """ISO 8601 (a date alone is midnight UTC; no offset means UTC) or POSIX seconds."""
+_FUTURE_SLACK = 86_400.0  # clocks differ: a day ahead of ours is still believable
+
+
+def parse_time(value: object, field: str, now: float | None = None) -> float | None:
+    """ISO 8601 (a date alone is midnight UTC; no offset means UTC), or None.
+
+    A number is refused (12345 would be 1970: an export writes strings), and so is a
+    ``created_at`` more than a day after ``now`` (the year 3000 is a typo, not a memory).
+    """
     if value is None:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
     if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be an ISO 8601 string")
+        raise InvalidInput(f"{field} must be an ISO 8601 string such as "
+                           f"\"2025-03-14T09:30:00Z\", not {type(value).__name__}")
     try:
         dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise InvalidInput(f"{field} {value!r} is not ISO 8601") from exc
+        raise InvalidInput(f"{field} {quote(value)} is not ISO 8601") from exc
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
+    ts = dt.timestamp()
+    if field == "created_at" and now is not None and ts > now + _FUTURE_SLACK:
+        raise InvalidInput(f"{field} {quote(value)} is more than a day in the future")
+    return ts
 
 
 def node_to_dict(node: Node) -> dict[str, Any]:
@@ -101,12 +111,12 @@ class ImportResult:
     edges: int
 
 
-def _draft(obj: dict[str, Any], engine: Engine) -> Draft:
+def _draft(obj: dict[str, Any], engine: Engine, now: float) -> Draft:
     unknown = set(obj) - set(FIELDS)
     if unknown:
-        raise InvalidInput(f"unknown field(s) {sorted(unknown)}")
+        raise InvalidInput(f"unknown field(s) {quote(sorted(unknown))}")
     content = check_text(obj.get("content"), engine.config.store.max_content_chars)
-    times = {f: parse_time(obj.get(f), f) for f in _TIME_FIELDS}
+    times = {f: parse_time(obj.get(f), f, now) for f in _TIME_FIELDS}
     try:
         kind = NodeKind(obj["kind"]) if obj.get("kind") is not None else None
         status = NodeStatus(obj["status"]) if obj.get("status") is not None else None
@@ -148,6 +158,47 @@ def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
         yield number, line
 
 
+def copy_id(node_id: str, namespace: str) -> str:
+    """The id a memory's copy gets in ``namespace`` when its own id is taken in another: the
+    same for every import of it, so importing one export twice skips what is there. Keeps
+    the original's time part (ids sort by time)."""
+    digest = int.from_bytes(hashlib.blake2b(f"{namespace}\0{node_id}".encode(),
+                                            digest_size=8).digest(), "big")
+    tail = "".join(_ALPHABET[(digest >> (5 * i)) & 31] for i in range(6))
+    return (node_id[:10] if len(node_id) >= 10 else node_id) + tail
+
+
+def _placed(engine: Engine, namespace: str, ids: list[str]) -> tuple[set[str], dict[str, str]]:
+    """(ids already in this namespace, id -> its copy's id for ids taken in another one).
+
+    A copy's id (:func:`copy_id`) that is already in this namespace is the same memory
+    imported before: it counts as present too.
+    """
+    existing: set[str] = set()
+    remap: dict[str, str] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        for found_id, ns in engine.store.query(
+                f"SELECT id, namespace FROM nodes WHERE id IN ({marks})", chunk):
+            if ns == namespace:
+                existing.add(found_id)
+            else:
+                remap[found_id] = copy_id(found_id, namespace)
+    copies = list(remap.items())
+    for i in range(0, len(copies), 500):
+        pairs = copies[i:i + 500]
+        marks = ",".join("?" * len(pairs))
+        taken = {str(found): str(ns) for found, ns in engine.store.query(
+            f"SELECT id, namespace FROM nodes WHERE id IN ({marks})", [c for _, c in pairs])}
+        for original, copy in pairs:
+            if taken.get(copy) == namespace:
+                existing.add(original)  # imported here before, under its copy's id
+            elif copy in taken:  # a clash with another namespace's id: a fresh one
+                remap[original] = new_id()
+    return existing, remap
+
+
 def import_lines(engine: Engine, namespace: str, lines: Iterable[str], *,
                  embed: bool = True) -> ImportResult:
     """Read export lines into this namespace. Everything is validated first: a bad line
@@ -155,6 +206,7 @@ def import_lines(engine: Engine, namespace: str, lines: Iterable[str], *,
     """
     drafts: list[Draft] = []
     edges: list[tuple[str, str, EdgeType, float, str | None, float | None]] = []
+    now = engine.clock()
     for number, line in _numbered(lines):
         if not line.strip():
             continue
@@ -173,27 +225,17 @@ def import_lines(engine: Engine, namespace: str, lines: Iterable[str], *,
                 context = e.get("context")
                 edges.append((e["src"], e["dst"], EdgeType(e["type"]), float(weight),
                               context if isinstance(context, str) else None,
-                              parse_time(e.get("created_at"), "created_at")))
+                              parse_time(e.get("created_at"), "created_at", now)))
             else:
-                drafts.append(_draft(obj, engine))
+                drafts.append(_draft(obj, engine, now))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidInput(f"line {number}: not valid JSON") from exc
+        except RecursionError as exc:  # json.loads of [[[[...]]]] thousands deep
+            raise InvalidInput(f"line {number}: JSON nested too deeply") from exc
         except (InvalidInput, ValueError) as exc:
             raise InvalidInput(f"line {number}: {exc}") from exc
 
-    existing = set()
-    remap: dict[str, str] = {}
-    for i in range(0, len(drafts), 500):
-        ids = [d.id for d in drafts[i:i + 500] if d.id]
-        if not ids:
-            continue
-        marks = ",".join("?" * len(ids))
-        for found_id, ns in engine.store.query(
-                f"SELECT id, namespace FROM nodes WHERE id IN ({marks})", ids):
-            if ns == namespace:
-                existing.add(found_id)
-            else:  # the id is taken in another namespace: give this copy a fresh one
-                remap[found_id] = new_id()
+    existing, remap = _placed(engine, namespace, [d.id for d in drafts if d.id])
     fresh = []
     for d in drafts:
         if d.id in existing:
@@ -209,13 +251,12 @@ def import_lines(engine: Engine, namespace: str, lines: Iterable[str], *,
                else (False, 0.0))
     save_drafts(engine, namespace, fresh, embed=embed)
 
-    now = engine.clock()
     with engine.store.transaction() as conn:
         writer = Writer(conn, namespace, engine.config, engine.counter)
         for src, dst, type_, weight, context, created in edges:
             if type_ is EdgeType.IS_SUBTYPE_OF and src.startswith("tag:"):
                 from remd.tagtools import add_subtype  # noqa: PLC0415 (cycle-free lazy)
-                add_subtype(conn, namespace, src[4:], dst[4:], now)
+                add_subtype(conn, namespace, src[4:], dst[4:], now, create_child=True)
                 continue
             writer.add_edge(remap.get(src, src), remap.get(dst, dst), type_,
                             created if created is not None else now, weight=weight,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from remd.config import Config
-from remd.errors import InvalidInput
+from remd.errors import InvalidInput, quote
 from remd.facts import parse_facts
 from remd.ids import new_id
 from remd.links import parse_links
@@ -39,29 +39,30 @@ def check_namespace(namespace: object) -> str:
     """Return the namespace if valid. Raises InvalidInput otherwise."""
     if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
         raise InvalidInput(
-            f"invalid namespace {namespace!r}: use 1-64 letters, digits, '_', '.', '-', "
+            f"invalid namespace {quote(namespace)}: use 1-64 letters, digits, '_', '.', '-', "
             "starting with a letter or digit"
         )
     return namespace
 
 
-def check_text(text: object, max_chars: int) -> str:
-    """Return the text stripped of surrounding white space. Raises InvalidInput if unusable."""
+def check_text(text: object, max_chars: int, what: str = "memory text") -> str:
+    """Return the text stripped of surrounding white space. Raises InvalidInput if unusable;
+    ``what`` names the text in the message ("memory text", "query")."""
     if not isinstance(text, str):
-        raise InvalidInput(f"memory text must be a string, not {type(text).__name__}")
+        raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
     stripped = text.strip()
     if not stripped:
-        raise InvalidInput("memory text is empty")
+        raise InvalidInput(f"{what} is empty")
     if len(stripped) > max_chars:
         raise InvalidInput(
-            f"memory text is {len(stripped)} characters; the limit is {max_chars}"
+            f"{what} is {len(stripped)} characters; the limit is {max_chars}"
         )
     if "\x00" in stripped:
-        raise InvalidInput("memory text contains a NUL character")
+        raise InvalidInput(f"{what} contains a NUL character")
     try:
         stripped.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInput("memory text is not valid Unicode (lone surrogate)") from exc
+        raise InvalidInput(f"{what} is not valid Unicode (lone surrogate)") from exc
     return stripped
 
 
@@ -119,6 +120,11 @@ class Draft:
     fact_value: str | None = None
 
 
+def _same_text(text: str) -> str:
+    """A memory's words for telling a restatement from a copy: case and spacing ignored."""
+    return " ".join(text.casefold().split())
+
+
 class Writer:
     """Writes drafts through one connection inside the caller's transaction."""
 
@@ -171,11 +177,23 @@ class Writer:
 
         superseded: list[tuple[str, float]] = []
         if draft.status is None and fact_key:
-            for old_id, old_value, old_conf, old_from in conn.execute(
-                "SELECT id, fact_value, confidence, valid_from FROM nodes "
+            live = conn.execute(
+                "SELECT rid, id, fact_value, confidence, valid_from, content FROM nodes "
                 "WHERE namespace = ? AND fact_key = ? AND status = 'live'",
                 (self.ns, fact_key),
-            ).fetchall():
+            ).fetchall()
+            same = _same_text(draft.content)
+            for old_rid, old_id, old_value, _, _, old_content in live:
+                if (len(live) == 1 and _same_text(str(old_content)) == same
+                        and str(old_value or "").casefold() == (fact_value or "").casefold()):
+                    # The same words again: no new node (history would fill with copies);
+                    # the fact gains trust and counts as used.
+                    conn.execute(
+                        "UPDATE nodes SET confidence = min(1.0, confidence + ?), "
+                        "last_access = max(last_access, ?) WHERE rid = ?",
+                        (CONFIRM_STEP, created, old_rid))
+                    return int(str(old_rid)), str(old_id)
+            for _, old_id, old_value, old_conf, old_from, _ in live:
                 superseded.append((str(old_id), created))
                 if str(old_value or "").casefold() == (fact_value or "").casefold():
                     # A restatement confirms the fact: it keeps its start and gains trust.

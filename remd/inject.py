@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import apsw
@@ -50,7 +50,7 @@ from remd.caches import View
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
 from remd.embed import EmbedError
-from remd.errors import InvalidInput
+from remd.errors import InvalidInput, ReadOnlyStore
 from remd.fact_questions import question_keys
 from remd.ids import new_id
 from remd.ingest import check_namespace, check_text
@@ -508,7 +508,11 @@ class _Injector:
                     tokens_used=used, items=items, separator=cfg.separator, seeds=ranked.seeds,
                     tags_activated=len(walk.act), memories_touched=ranked.touched,
                     fill=fill, stop=stop.reason, stop_detail=stop.detail)
-        self._record(pack, picked, paths)
+        try:
+            self._record(pack, picked, paths)
+        except ReadOnlyStore as exc:  # an agent that can only read still gets its memories
+            log.warning("inject.not_recorded", pack_id=pack.pack_id, error=str(exc))
+            return replace(pack, recorded=False)
         return pack
 
     def _stand_ins(self, conn: apsw.Connection, rids: Iterable[int]) -> dict[int, int]:
@@ -593,7 +597,7 @@ def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
     StoreError if the file can't be read or written.
     """
     ns = check_namespace(namespace)
-    text = check_text(query, engine.config.store.max_content_chars)
+    text = check_text(query, engine.config.store.max_content_chars, "query")
     budget = check_budget(token_budget)
     if not isinstance(fill, bool):
         raise InvalidInput(f"fill must be true or false, not {type(fill).__name__}")

@@ -73,6 +73,7 @@ class Pack:
     fill: bool = False  # packed to the budget (True) or stopped at the relevance floor
     stop: str = ""  # why the pack holds what it holds: remd.packer.Stop.reason
     stop_detail: str = ""
+    recorded: bool = True  # False: the file is read-only, so no pack row (feedback: NotFound)
 
     @property
     def text(self) -> str:

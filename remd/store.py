@@ -28,6 +28,7 @@ from remd.errors import (
     DatabaseLocked,
     InvalidInput,
     PoolExhausted,
+    ReadOnlyStore,
     SchemaVersionError,
     StoreError,
 )
@@ -108,7 +109,7 @@ def _wrap(exc: apsw.Error, path: str) -> StoreError:
     if isinstance(exc, apsw.CorruptError):
         return StoreError(f"database {path!r} is corrupt")
     if isinstance(exc, apsw.ReadOnlyError):
-        return StoreError(f"database {path!r} is read-only")
+        return ReadOnlyStore(f"database {path!r} is read-only")
     if isinstance(exc, apsw.FullError):
         return StoreError(f"database {path!r}: disk or database is full")
     if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError):

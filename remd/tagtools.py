@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import apsw
 
-from remd.errors import Conflict, InvalidInput, NotFound
+from remd.errors import Conflict, InvalidInput, NotFound, quote
 from remd.models import Node
 from remd.nodes import NODE_COLUMNS, from_rows
 from remd.tagging import normalise_tag
@@ -92,17 +92,21 @@ _DOWN = "SELECT child FROM tag_parents WHERE parent = ?"
 
 # -- IS_SUBTYPE_OF -------------------------------------------------------------------------------
 def add_subtype(conn: apsw.Connection, namespace: str, child_name: str, parent_name: str,
-                now: float) -> None:
+                now: float, *, create_child: bool = False) -> None:
     """Record ``child IS_SUBTYPE_OF parent`` inside the caller's transaction.
 
-    Both tags are normalised and created if absent; recording an existing link is a no-op.
-    Raises InvalidInput for an unusable tag name, Conflict if the link would make a cycle
-    (including a tag being its own subtype).
+    Both tags are normalised. The child must be a tag of the namespace (a typo must not
+    invent one: NotFound, as rename and merge refuse); the parent is created if absent, since
+    a new category is what a hierarchy adds. ``create_child`` (import: restoring an exported
+    hierarchy) creates the child too. Recording an existing link is a no-op. Raises
+    InvalidInput for an unusable tag name, NotFound for an unknown child, Conflict if the
+    link would make a cycle (including a tag being its own subtype).
     """
     child, parent = normalise_tag(child_name), normalise_tag(parent_name)
     if child == parent:
-        raise Conflict(f"tag {child!r} cannot be a subtype of itself")
-    c = _ensure(conn, namespace, child, now)
+        raise Conflict(f"tag {quote(child)} cannot be a subtype of itself")
+    c = _ensure(conn, namespace, child, now) if create_child else _need(conn, namespace,
+                                                                        child)[0]
     p = _ensure(conn, namespace, parent, now)
     if c in _walk(conn, p, _UP):  # parent is already below child: the link closes a cycle
         raise Conflict(f"{child!r} IS_SUBTYPE_OF {parent!r} would make a cycle: "
