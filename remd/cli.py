@@ -1,12 +1,15 @@
 """The ``remd`` command: parse, call one library function, print.
 
-Exit codes: 0 success, 1 a RemdError (one line on stderr, no traceback), 2 usage errors.
+Exit codes: 0 success, 1 a RemdError (one line on stderr, no traceback), 2 usage errors,
+141 (as if killed by SIGPIPE, silently) when the reader of stdout went away.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -15,23 +18,48 @@ from typing import Any, TypeVar
 import click
 
 from remd.config import Config, load_config
-from remd.errors import RemdError
-from remd.exchange import node_to_dict
+from remd.errors import InvalidInput, RemdError, StoreError
+from remd.exchange import iso, node_to_dict
+from remd.ingest import check_source, check_tags, check_text
 from remd.logs import configure_logging
 from remd.memory import Memory
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+MAX_INT = 2**63 - 1  # the largest count SQLite (LIMIT, integer columns) takes
+MAX_INTERVAL = 7 * 86400.0  # seconds: the longest gap between the daemon's trigger checks
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
+
+
+def _quiet_stdout() -> None:
+    """Point the stdout descriptor at /dev/null, so the final flush at exit neither fails nor
+    prints "Exception ignored ... BrokenPipeError"."""
+    with contextlib.suppress(OSError, ValueError):  # no descriptor (a test runner's stream)
+        fd = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+
 
 class RemdGroup(click.Group):
-    """Turns every RemdError raised by a command into a one-line message and exit 1."""
+    """Turns every RemdError raised by a command into a one-line message and exit 1, and a
+    closed stdout (``remd export | head -1``) into a quiet exit 141."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            sys.stdout.flush()
+            return result
         except RemdError as exc:
             raise click.ClickException(str(exc).splitlines()[0] if str(exc) else
                                        type(exc).__name__) from exc
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _quiet_stdout()
+            raise click.exceptions.Exit(SIGPIPE_EXIT) from exc
 
 
 class Ctx:
@@ -47,7 +75,11 @@ class Ctx:
             self._config = load_config(self.config_path)
         return self._config
 
-    def memory(self, **kwargs: Any) -> Memory:
+    def memory(self, *, create: bool = False, **kwargs: Any) -> Memory:
+        """The Memory of the command. Only commands that create the file (``create``) may
+        open one that does not exist: a typo in --db is an error, not a new empty file."""
+        if not create and not os.path.exists(self.db):
+            raise StoreError(f"no such database: {self.db}")
         return Memory(self.db, self.namespace, config=self.config, **kwargs)
 
 
@@ -56,6 +88,24 @@ pass_ctx = click.make_pass_decorator(Ctx)
 
 def _echo_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False))
+
+
+def _iso_fields(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """``obj`` with the POSIX times under ``keys`` as ISO 8601 UTC strings (as export writes)."""
+    return obj | {key: iso(obj[key]) for key in keys if key in obj}
+
+
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A path option given as '' is a usage error (it would silently mean the default)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be empty")
+    return value
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number")
+    return value
 
 
 def _line(text: str, width: int = 80) -> str:
@@ -78,12 +128,12 @@ class _Stderr:
 
 
 @click.group(cls=RemdGroup)
-@click.option("--db", "db", type=click.Path(dir_okay=False), default=None,
+@click.option("--db", "db", type=click.Path(dir_okay=False), default=None, callback=_not_empty,
               help="Database file (default: $REMD_DB, else ./remd.db).")
 @click.option("--namespace", "namespace", default="default", show_default=True,
               envvar="REMD_NAMESPACE", help="Namespace every command works in.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              envvar="REMD_CONFIG", help="TOML config file.")
+              envvar="REMD_CONFIG", callback=_not_empty, help="TOML config file.")
 @click.version_option(package_name="remd")
 @click.pass_context
 def main(ctx: click.Context, db: str | None, namespace: str, config_path: str | None) -> None:
@@ -98,7 +148,7 @@ def main(ctx: click.Context, db: str | None, namespace: str, config_path: str | 
 @pass_ctx
 def init(c: Ctx) -> None:
     """Create (or upgrade) the database file."""
-    with c.memory(embedder=None) as m:
+    with c.memory(create=True, embedder=None) as m:
         click.echo(f"{m.store.path}: schema version {m.store.schema_version()}")
 
 
@@ -112,6 +162,26 @@ def progress(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
         yield bar.update
 
 
+def _stdin_lines(c: Ctx) -> list[str]:
+    """The memories of ``save -``: stdin's non-blank lines, each checked. Raises InvalidInput
+    naming the line, numbered from 1 over all lines as ``import`` does."""
+    limit = c.config.store.max_content_chars
+    texts = []
+    for number, raw in enumerate(sys.stdin.buffer.read().splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"line {number}: not valid UTF-8") from exc
+        if not line.strip():
+            continue
+        try:
+            check_text(line, limit)
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {number}: {exc}") from exc
+        texts.append(line)
+    return texts
+
+
 @main.command()
 @click.argument("text")
 @click.option("--tag", "tags", multiple=True, help="Extra tag (repeatable).")
@@ -119,14 +189,18 @@ def progress(total: int | None, label: str) -> Iterator[Callable[[int], None]]:
 @pass_ctx
 def save(c: Ctx, text: str, tags: tuple[str, ...], source: str | None) -> None:
     """Save TEXT and print its id; TEXT '-' reads one memory per line from stdin."""
-    with c.memory() as m:
-        if text != "-":
-            click.echo(m.save(text, list(tags) or None, source).id)
+    tag_list = list(tags) or None
+    check_tags(tag_list)  # the input is checked before the file is opened (or created)
+    check_source(source)
+    lines = _stdin_lines(c) if text == "-" else None
+    if lines is None:
+        check_text(text, c.config.store.max_content_chars)
+    with c.memory(create=True) as m:
+        if lines is None:
+            click.echo(m.save(text, tag_list, source).id)
             return
-        lines = [ln for ln in sys.stdin.read().splitlines() if ln.strip()]
         with progress(len(lines), "saving") as tick:
-            ids = m.save_many(lines, tags=list(tags) or None, source=source, embed=False,
-                              progress=tick)
+            ids = m.save_many(lines, tags=tag_list, source=source, embed=False, progress=tick)
         with progress(len(ids), "embedding") as tick:
             m.embed_pending(progress=tick)
         for node_id in ids:
@@ -163,7 +237,7 @@ def _print_nodes(nodes: list[Any], as_json: bool) -> None:
 
 
 @main.command()
-@click.option("-n", "n", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option("-n", "n", type=click.IntRange(0, MAX_INT), default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def recent(c: Ctx, n: int, as_json: bool) -> None:
@@ -222,7 +296,7 @@ def export_cmd(c: Ctx) -> None:
 @pass_ctx
 def import_cmd(c: Ctx, file: Any) -> None:
     """Read JSON lines (from `remd export`, or your own) from FILE or '-'."""
-    with c.memory() as m:
+    with c.memory(create=True) as m:
         result = m.import_lines(file)
     click.echo(f"imported {result.imported}, skipped {result.skipped} already present, "
                f"{result.edges} edges")
@@ -237,7 +311,7 @@ def triggers(c: Ctx, as_json: bool) -> None:
     with c.memory(embedder=None) as m:
         report = m.triggers()
     if as_json:
-        _echo_json(report.to_dict())
+        _echo_json(_iso_fields(report.to_dict(), "now"))
         return
     for check in report.checks:
         mark = "FIRES" if check.fired else "ok"
@@ -279,8 +353,9 @@ def run_rem_cmd(c: Ctx, dry_run: bool, include_held: bool, as_json: bool) -> Non
             run = m.run_rem(dry_run=dry_run, include_held=include_held, progress=bar)
     finally:
         bar.close()
-    if as_json:
-        _echo_json(run.to_dict())
+    if as_json:  # a plan field only for --dry-run; times as export writes them
+        run_dict = {k: v for k, v in run.to_dict().items() if k != "plan" or run.dry_run}
+        _echo_json(_iso_fields(run_dict, "started_at", "finished_at"))
         return
     head = "plan (dry run)" if run.dry_run else f"run {run.run_id}: {run.status.value}"
     click.echo(f"{head}: {run.flagged} flagged, {run.clusters} clusters, "
@@ -310,8 +385,10 @@ def rollback(c: Ctx, run_id: str) -> None:
 # -- long-running front ends (remd.daemon, remd.mcp_server) ---------------------------------------
 @main.command()
 @click.option("--config", "serve_config", type=click.Path(dir_okay=False), default=None,
+              callback=_not_empty,
               help="TOML config file (overrides the group's --config / $REMD_CONFIG).")
-@click.option("--interval", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--interval", type=click.FloatRange(min=0, max=MAX_INTERVAL, min_open=True),
+              default=None, callback=_finite,
               help="Seconds between trigger checks (daemon.interval_seconds, default 60).")
 @click.option("--http", "http", default=None, metavar="HOST:PORT",
               help="Also serve the HTTP API here (daemon.http), e.g. 127.0.0.1:8765.")
@@ -356,8 +433,8 @@ def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool, fill: 
 
     with c.memory() as m:
         pack = m.inject(query, budget, fill=fill)
-    if as_json:
-        _echo_json(pack.to_dict())
+    if as_json:  # --explain adds its lines under "explain"; the default shape is unchanged
+        _echo_json(pack.to_dict() | ({"explain": list(explain_lines(pack))} if explain else {}))
     elif explain:
         for line in explain_lines(pack):
             click.echo(line)
@@ -370,15 +447,16 @@ def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool, fill: 
 
 @main.command()
 @click.argument("pack_id")
-@click.option("--accept/--reject", "accepted", default=None,
-              help="Whether the pack helped (required).")
+@click.option("--accept", is_flag=True, help="The pack helped (this or --reject).")
+@click.option("--reject", is_flag=True, help="The pack did not help.")
 @pass_ctx
-def feedback(c: Ctx, pack_id: str, accepted: bool | None) -> None:
+def feedback(c: Ctx, pack_id: str, accept: bool, reject: bool) -> None:
     """Learn from a pack: move the tag edges that built it towards accept or reject."""
-    if accepted is None:
-        raise click.UsageError("give --accept or --reject")
+    if accept == reject:
+        raise click.UsageError("--accept and --reject exclude each other" if accept
+                               else "give --accept or --reject")
     with c.memory(embedder=None) as m:
-        result = m.feedback(pack_id, accepted)
+        result = m.feedback(pack_id, accept)
     if result.applied:
         click.echo(f"feedback recorded for {pack_id}: {result.edges_updated} tag edge(s) moved")
     else:
@@ -393,7 +471,7 @@ def tags() -> None:
 @tags.command("export")
 @click.option("--format", "fmt", type=click.Choice(["dot", "json"]), default="json",
               show_default=True)
-@click.option("--max-edges", type=click.IntRange(min=0), default=None,
+@click.option("--max-edges", type=click.IntRange(0, MAX_INT), default=None,
               help="Only the strongest N co-occurrence edges.")
 @pass_ctx
 def tags_export(c: Ctx, fmt: str, max_edges: int | None) -> None:
