@@ -217,7 +217,8 @@ PLACEHOLDER_TOKEN = "change-me-to-a-long-random-string"  # systemd/remd.env ship
 
 
 class DaemonConfig(_Section):
-    interval_seconds: float = Field(60.0, gt=0, description="seconds between trigger checks")
+    interval_seconds: float = Field(60.0, gt=0, le=604_800, allow_inf_nan=False,
+                                    description="seconds between trigger checks")
     http: str | None = Field(None, description=(
         "HOST:PORT to serve the HTTP API on (port 0: any free port); unset: no HTTP"))
     http_token: SecretStr | None = Field(None, description=(

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Callable
 from functools import cache, lru_cache
 
-from remd.errors import InvalidInput
+from remd.errors import InvalidInput, quote
 from remd.lexicon import CATEGORIES, CATEGORY_OF, TABLE, lemma
 from remd.text import QUESTION_WORDS, STOP_WORDS, name_runs
 
@@ -172,14 +172,14 @@ def normalise_tag(raw: str) -> str:
             break
         tag = again
     if not tag:
-        raise InvalidInput(f"tag {raw!r} is empty once normalised")
+        raise InvalidInput(f"tag {quote(raw)} is empty once normalised")
     if len(tag) > MAX_TAG_LEN:
-        raise InvalidInput(f"tag {tag[:20]!r}... is longer than {MAX_TAG_LEN} characters")
+        raise InvalidInput(f"tag {quote(tag[:20])}... is longer than {MAX_TAG_LEN} characters")
     if not tag.isascii():
         try:
             tag.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise InvalidInput(f"tag {raw!r} is not valid Unicode (lone surrogate)") from exc
+            raise InvalidInput(f"tag {quote(raw)} is not valid Unicode (lone surrogate)") from exc
     return tag
 
 

@@ -109,8 +109,8 @@ def add_subtype(conn: apsw.Connection, namespace: str, child_name: str, parent_n
                                                                         child)[0]
     p = _ensure(conn, namespace, parent, now)
     if c in _walk(conn, p, _UP):  # parent is already below child: the link closes a cycle
-        raise Conflict(f"{child!r} IS_SUBTYPE_OF {parent!r} would make a cycle: "
-                       f"{parent!r} is already a subtype of {child!r}")
+        raise Conflict(f"{quote(child)} IS_SUBTYPE_OF {quote(parent)} would make a cycle: "
+                       f"{quote(parent)} is already a subtype of {quote(child)}")
     conn.execute("INSERT OR IGNORE INTO tag_parents (child, parent) VALUES (?, ?)", (c, p))
 
 
@@ -181,9 +181,9 @@ def memories_by_tag_cluster(engine: Engine, ns: str, tag: str, depth: int = 2, *
     Raises NotFound for an unknown tag, InvalidInput for a negative depth or limit.
     """
     if not isinstance(depth, int) or isinstance(depth, bool) or not 0 <= depth <= 4:
-        raise InvalidInput(f"depth must be an integer from 0 to 4, not {depth!r}")
+        raise InvalidInput(f"depth must be an integer from 0 to 4, not {quote(depth)}")
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-        raise InvalidInput(f"limit must be a non-negative integer, not {limit!r}")
+        raise InvalidInput(f"limit must be a non-negative integer, not {quote(limit)}")
     decay = engine.config.inject.decay
     per_tag = engine.config.inject.per_tag_cap
     with engine.store.snapshot() as conn:
@@ -216,7 +216,7 @@ def suggest_related_tags(engine: Engine, ns: str, tags: Iterable[str], *, limit:
     if isinstance(tags, str):
         raise InvalidInput("tags must be a list of strings, not one string")
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-        raise InvalidInput(f"limit must be a non-negative integer, not {limit!r}")
+        raise InvalidInput(f"limit must be a non-negative integer, not {quote(limit)}")
     names = [normalise_tag(t) for t in tags]
     score: dict[int, float] = {}
     with engine.store.snapshot() as conn:
@@ -253,7 +253,8 @@ def rename_tag(engine: Engine, ns: str, old: str, new: str) -> str:
         if new_name == old_name:
             return new_name
         if _tag_id(conn, ns, new_name) is not None:
-            raise Conflict(f"tag {new_name!r} exists already; merge {old_name!r} into it instead")
+            raise Conflict(f"tag {quote(new_name)} exists already; merge {quote(old_name)} "
+                           "into it instead")
         conn.execute("UPDATE tags SET name = ? WHERE tid = ?", (new_name, tid))
     return new_name
 
@@ -270,7 +271,7 @@ def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
         s, s_name = _need(conn, ns, src)
         d, d_name = _need(conn, ns, dst)
         if s == d:
-            raise Conflict(f"cannot merge tag {s_name!r} into itself")
+            raise Conflict(f"cannot merge tag {quote(s_name)} into itself")
         conn.execute(
             "INSERT INTO node_tags (tid, rid, weight) SELECT ?, rid, weight FROM node_tags "
             "WHERE tid = ? ON CONFLICT (tid, rid) DO UPDATE SET "
@@ -293,8 +294,8 @@ def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
         conn.execute("DELETE FROM tag_parents WHERE child = ? OR parent = ? OR child = parent",
                      (s, s))
         if _in_cycle(conn, d):
-            raise Conflict(f"merging {s_name!r} into {d_name!r} would make the IS_SUBTYPE_OF "
-                           "hierarchy cyclic")
+            raise Conflict(f"merging {quote(s_name)} into {quote(d_name)} would make the "
+                           "IS_SUBTYPE_OF hierarchy cyclic")
         conn.execute("UPDATE tags SET df = (SELECT count(*) FROM node_tags WHERE tid = ?) "
                      "WHERE tid = ?", (d, d))
         conn.execute("DELETE FROM tags WHERE tid = ?", (s,))
@@ -311,9 +312,9 @@ def export_tag_graph(engine: Engine, ns: str, format: Literal["dot", "json"] = "
     """The namespace's tag graph as Graphviz DOT or JSON (tags with df, weighted co-occurrence
     edges strongest first, subtype links). Raises InvalidInput for another format."""
     if format not in ("dot", "json"):
-        raise InvalidInput(f"tag graph format must be 'dot' or 'json', not {format!r}")
+        raise InvalidInput(f"tag graph format must be 'dot' or 'json', not {quote(format)}")
     if max_edges is not None and (not isinstance(max_edges, int) or max_edges < 0):
-        raise InvalidInput(f"max_edges must be a non-negative integer, not {max_edges!r}")
+        raise InvalidInput(f"max_edges must be a non-negative integer, not {quote(max_edges)}")
     with engine.store.snapshot() as conn:
         tags = [(str(n), int(df)) for n, df in conn.execute(
             "SELECT name, df FROM tags WHERE namespace = ? ORDER BY name", (ns,))]
