@@ -391,11 +391,13 @@ class Daemon:
         scheduler_ok = self.scheduler is None or self.scheduler.running
         return scheduler_ok and (self.http is None or self.http.alive)
 
-    def shutdown(self) -> None:
-        """Stop everything started: the REM cycle in flight ends after its current cluster."""
+    def shutdown(self, *, announce: bool = True) -> None:
+        """Stop everything started: the REM cycle in flight ends after its current cluster.
+        ``announce=False`` (a start that failed) stops without a word: the caller reports."""
         self._stop.set()
-        self.notifier.stopping()
-        log.info("daemon.stopping", signal=self._signals.signame or None)
+        if announce:
+            self.notifier.stopping()
+            log.info("daemon.stopping", signal=self._signals.signame or None)
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=True)  # waits for the tick in flight
             self.scheduler = None
@@ -418,8 +420,12 @@ class Daemon:
     def serve(self) -> int:
         """Run until SIGTERM/SIGINT; returns the exit code (0 after a clean stop)."""
         self.install_signal_handlers()
+        started = False
         try:
+            # A start that fails (the HTTP address taken) raises ConfigError before any log
+            # line: the CLI prints it as the one line on stderr, and stdout stays empty.
             self.start()
+            started = True
             freeze_heap()
             log.info("daemon.ready", db=self.db, pid=os.getpid(),
                      interval_seconds=self.config.daemon.interval_seconds,
@@ -427,7 +433,7 @@ class Daemon:
             self.notifier.ready(status="watching " + self.db)
             self.loop()
         finally:
-            self.shutdown()
+            self.shutdown(announce=started)
             self.restore_signal_handlers()
         log.info("daemon.stopped")
         return 0

@@ -8,17 +8,20 @@ bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
   ``remd inject --json`` (``fill``: pack to the budget, default false: stop at the floor)
 - ``POST /v1/feedback`` ``{"pack_id", "accepted"}``
 - ``GET /v1/memories/{id}``, ``GET /v1/memories/{id}/history``, ``GET /v1/stats``
-- ``GET /healthz`` (never needs the token)
+- ``GET /healthz`` (never needs the token): ``{"status": "ok", ...}``, or 503 with the
+  error shape below plus ``"status": "unavailable"``
 
 Logging: one ``http.summary`` event (info) per minute of traffic counts the requests by
 endpoint and status with their mean and slowest latency; the ``http.request`` line of each
 request is debug-level (warning for a 5xx), so a busy server's journal grows with time, not
 with traffic.
 
-Errors are ``{"error": {"type", "message"}}`` with 400 (bad input), 401 (token), 404 (unknown
-id), 409 (conflict), 413 (body too large), 422 (body fails the schema), 502 (LLM), 503 (the
-database is locked or unusable, or the server is overloaded: every connection leased or no
-file descriptor left; these carry ``Retry-After`` and are logged once per cause per minute).
+Errors are ``{"error": {"type", "message"}}`` with 400 (bad input: ``InvalidInput``, or
+``InvalidJSON`` for a body that is not UTF-8 JSON or holds NaN, an integer too long to read or
+nesting past the parser's limit), 401 (token), 404 (unknown id), 409 (conflict), 413 (body too
+large), 422 (body fails the schema), 502 (LLM), 503 (the database is locked or unusable, or the
+server is overloaded: every connection leased or no file descriptor left; these carry
+``Retry-After`` and are logged once per cause per minute). Never a 500 for bad input.
 
 Handlers run the blocking library calls on a bounded set of worker threads, over the served
 engine (:class:`~remd.serving.EngineHost`): one bounded pool of connections shared by every
@@ -176,10 +179,51 @@ def status_of(exc: RemdError) -> int:
     return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
 
 
+def _error_body(kind: str, message: str) -> dict[str, Any]:
+    return ErrorOut(error={"type": kind, "message": message}).model_dump()
+
+
 def _error(status: int, kind: str, message: str,
            headers: dict[str, str] | None = None) -> JSONResponse:
-    body = ErrorOut(error={"type": kind, "message": message})
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+    return JSONResponse(_error_body(kind, message), status_code=status, headers=headers)
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of an error's message (its type's name when it has none)."""
+    lines = str(exc).splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+# -- request bodies --------------------------------------------------------------------------
+class _Unreadable(ValueError):
+    """JSON text that Python's parser would read but that is not JSON (NaN) or that remd
+    does not read (an integer past the interpreter's limit on digits)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _Unreadable(f"{name} is not a JSON value")
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as exc:  # past sys.get_int_max_str_digits() (4300 digits by default)
+        raise _Unreadable(f"an integer of {len(text.lstrip('-'))} digits is too long") from exc
+
+
+def _parse_json(raw: bytes) -> Any:
+    """The JSON document ``raw``. Raises HttpError 400 for anything else: not UTF-8, not
+    JSON, NaN or Infinity, an integer too long to read, nesting deeper than the parser's
+    recursion limit."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_int=_integer)
+    except _Unreadable as exc:
+        raise HttpError(400, "InvalidJSON", f"request body is not accepted: {exc}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HttpError(400, "InvalidJSON", f"request body is not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise HttpError(400, "InvalidJSON", "request body is not accepted: "
+                        "its arrays or objects are nested too deeply") from exc
 
 
 # -- what the API served -------------------------------------------------------------------------
@@ -264,16 +308,9 @@ class _Api:
                 response = await fn(request)
             except HttpError as exc:
                 response = _error(exc.status, exc.kind, exc.message, exc.headers)
-            except RemdError as exc:
-                code = status_of(exc)
-                headers = _RETRY_AFTER if code == 503 else None
-                if code == 503:
-                    self._overloaded(type(exc).__name__, str(exc))
-                response = _error(code, type(exc).__name__, str(exc).splitlines()[0], headers)
-            except OSError as exc:  # no file descriptor left (EMFILE), and the like
-                self._overloaded(type(exc).__name__, str(exc))
-                response = _error(503, "Unavailable", "the server is out of resources; retry",
-                                  _RETRY_AFTER)
+            except (RemdError, OSError) as exc:
+                code, body, headers = self._refusal(exc)
+                response = JSONResponse(body, status_code=code, headers=headers)
             except Exception as exc:  # the API's boundary: a bug is still JSON
                 log.exception("http.internal_error", method=request.method,
                               path=request.url.path, error_type=type(exc).__name__)
@@ -286,6 +323,20 @@ class _Api:
             return response
 
         return wrapped
+
+    def _refusal(self, exc: RemdError | OSError
+                 ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+        """Status, error body and headers for a library error, or for an exhausted resource
+        (OSError: no file descriptor left, EMFILE, and the like). A 503 carries Retry-After
+        and is logged once per cause per minute."""
+        if isinstance(exc, RemdError):
+            code, kind, message = status_of(exc), type(exc).__name__, _first_line(exc)
+        else:
+            code, kind, message = 503, "Unavailable", "the server is out of resources; retry"
+        if code != 503:
+            return code, _error_body(kind, message), None
+        self._overloaded(type(exc).__name__, str(exc))
+        return code, _error_body(kind, message), _RETRY_AFTER
 
     def _overloaded(self, cause: str, detail: str) -> None:
         allowed, suppressed = self.throttle.allow(cause)
@@ -316,10 +367,7 @@ class _Api:
                 raise HttpError(413, "PayloadTooLarge",
                                 f"request body is larger than {self.max_body_bytes} bytes")
             chunks.append(chunk)
-        try:
-            data = json.loads(b"".join(chunks).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise HttpError(400, "InvalidJSON", f"request body is not JSON: {exc}") from exc
+        data = _parse_json(b"".join(chunks))
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -376,11 +424,17 @@ class _Api:
         return JSONResponse(StatsOut.model_validate(data).model_dump())
 
     async def health(self, request: Request) -> Response:
+        def schema_version(m: Memory) -> int:
+            with m.store.snapshot():  # a read transaction: any SQLite error is a StoreError
+                return m.store.schema_version()
+
         try:
-            version = await self._call(self.default_namespace,
-                                       lambda m: m.store.schema_version())
-        except StoreError as exc:
-            return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
+            version = await self._call(self.default_namespace, schema_version)
+        except (RemdError, OSError) as exc:
+            # The documented error shape, plus the "status" a health check looks at.
+            code, body, headers = self._refusal(exc)
+            return JSONResponse({"status": "unavailable", **body}, status_code=code,
+                                headers=headers)
         return JSONResponse({"status": "ok", "schema_version": version,
                              "version": _version()})
 

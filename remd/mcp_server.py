@@ -6,6 +6,12 @@ CONTRADICTS edges, optionally about a topic). Every tool takes an optional ``nam
 without it the server's ``--namespace`` is used. Results are JSON objects (structured
 content), with the same fields as the CLI's ``--json`` output.
 
+Arguments are checked as the HTTP API checks a body: types strict (``"100"`` is not a
+budget, and a string is never parsed into the number, list or null it spells, as the SDK would
+do), unknown arguments refused. Every error is a tool result with ``isError`` and one text,
+``Error executing tool <name>: <Type>: <message>`` (``ValidationError`` for the arguments, else
+the remd error's type); a crash shows only ``Error executing tool <name>``.
+
 The SDK runs these synchronous tools on worker threads, each call on the served engine (one
 bounded pool shared by every namespace, :class:`~remd.serving.EngineHost`). stdout carries the
 protocol, so logs go to stderr.
@@ -17,10 +23,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from remd.config import Config
 from remd.errors import InvalidInput, RemdError
@@ -36,6 +46,7 @@ report with memory_feedback whether the pack helped. memory_history shows how a 
 find_contradictions lists memories that disagree."""
 
 MAX_CONTRADICTIONS = 200
+ERROR_PREFIX = "Error executing tool "  # what the SDK puts before a tool error's text
 
 
 def find_contradictions(mem: Memory, topic: str | None = None, memory_id: str | None = None,
@@ -79,9 +90,53 @@ def find_contradictions(mem: Memory, topic: str | None = None, memory_id: str | 
     return out
 
 
-def build_server(host: EngineHost, default_namespace: str = "default") -> MCPServer:
+class _Arguments(FuncMetadata):
+    """A tool's arguments taken as they come: the SDK would parse a string given for a
+    non-string parameter as JSON first (``"100"`` a budget, ``"null"`` no namespace)."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+
+def _strict(tool: Tool) -> Tool:
+    """``tool`` with the argument model of its signature made strict and closed, and the
+    schema it publishes saying so (``additionalProperties: false``)."""
+    meta = tool.fn_metadata
+    model = cast(type[BaseModel], type(meta.arg_model.__name__, (meta.arg_model,), {
+        "__module__": __name__, "model_config": ConfigDict(extra="forbid", strict=True)}))
+    arguments = _Arguments(arg_model=model, output_schema=meta.output_schema,
+                           output_model=meta.output_model, wrap_output=meta.wrap_output)
+    return tool.model_copy(update={"fn_metadata": arguments,
+                                   "parameters": model.model_json_schema(by_alias=True)})
+
+
+class _Server(MCPServer[Any]):
+    """The SDK's server, with each call's arguments checked first: a refusal names the
+    argument and the rule in one line, never the value (it may be a memory)."""
+
+    def __init__(self, tools: list[Tool]) -> None:
+        strict = [_strict(t) for t in tools]
+        super().__init__("remd", instructions=INSTRUCTIONS, tools=strict)
+        self._models: dict[str, type[BaseModel]] = {t.name: t.fn_metadata.arg_model
+                                                    for t in strict}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None
+                        ) -> CallToolResult | InputRequiredResult:
+        model = self._models.get(name)
+        if model is not None:
+            try:
+                model.model_validate(arguments)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "arguments"
+                raise ToolError(f"{ERROR_PREFIX}{name}: ValidationError: {where}: "
+                                f"{first['msg']}") from exc
+        return await super().call_tool(name, arguments, context)
+
+
+def build_server(host: EngineHost, default_namespace: str = "default") -> MCPServer[Any]:
     """The MCP server with remd's tools over ``host``'s engine."""
-    server = MCPServer("remd", instructions=INSTRUCTIONS)
 
     def call(namespace: str | None, fn: Callable[[Memory], dict[str, Any]]) -> dict[str, Any]:
         try:
@@ -89,17 +144,17 @@ def build_server(host: EngineHost, default_namespace: str = "default") -> MCPSer
                 return fn(Memory.bound(engine,
                                        default_namespace if namespace is None else namespace))
         except RemdError as exc:
-            # An anticipated failure: the model reads the one-line message.
-            raise ToolError(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
+            # An anticipated failure: the model reads the one-line message (the SDK puts
+            # "Error executing tool <name>: " before it).
+            lines = str(exc).splitlines() or [type(exc).__name__]
+            raise ToolError(f"{type(exc).__name__}: {lines[0]}") from exc
 
-    @server.tool()
     def save_memory(content: str, tags: list[str] | None = None, source: str | None = None,
                     namespace: str | None = None) -> dict[str, Any]:
         """Save one memory (a fact, preference, decision or observation worth keeping).
         Returns the stored memory with its id and extracted tags."""
         return call(namespace, lambda m: node_to_dict(m.save(content, tags, source)))
 
-    @server.tool()
     def inject_memories(query: str, token_budget: int, fill: bool = False,
                         namespace: str | None = None) -> dict[str, Any]:
         """The memories relevant to `query`, best first, within `token_budget` tokens (a hard
@@ -108,21 +163,18 @@ def build_server(host: EngineHost, default_namespace: str = "default") -> MCPSer
         pass pack_id to memory_feedback."""
         return call(namespace, lambda m: m.inject(query, token_budget, fill=fill).to_dict())
 
-    @server.tool()
     def memory_feedback(pack_id: str, accepted: bool,
                         namespace: str | None = None) -> dict[str, Any]:
         """Tell remd whether the pack from inject_memories helped (true) or not (false);
         remd strengthens or weakens the associations that found it. Once per pack."""
         return call(namespace, lambda m: asdict(m.feedback(pack_id, accepted)))
 
-    @server.tool()
     def memory_history(memory_id: str, namespace: str | None = None) -> dict[str, Any]:
         """How a fact changed: the memories of its SUPERSEDES chain, oldest first (stale
         values are marked status "superseded")."""
         return call(namespace, lambda m: {
             "memories": [node_to_dict(n) for n in m.history(memory_id)]})
 
-    @server.tool(name="find_contradictions")
     def find_contradictions_tool(topic: str | None = None, memory_id: str | None = None,
                                  limit: int = 20,
                                  namespace: str | None = None) -> dict[str, Any]:
@@ -131,7 +183,9 @@ def build_server(host: EngineHost, default_namespace: str = "default") -> MCPSer
         return call(namespace, lambda m: {
             "contradictions": find_contradictions(m, topic, memory_id, limit)})
 
-    return server
+    return _Server([Tool.from_function(save_memory), Tool.from_function(inject_memories),
+                    Tool.from_function(memory_feedback), Tool.from_function(memory_history),
+                    Tool.from_function(find_contradictions_tool, name="find_contradictions")])
 
 
 def run_stdio(db: str | Path, config: Config, namespace: str = "default") -> int:

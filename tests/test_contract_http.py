@@ -1,0 +1,245 @@
+"""The front ends keep the contract on bad input: the HTTP API answers a 4xx in the
+documented error shape (never a 500), `remd mcp` refuses arguments as HTTP refuses a body, and
+`remd serve` reports a busy port in one line on stderr. A refused call writes nothing.
+
+Real files under tmp_path, a real uvicorn server, a real MCP stdio client, a real subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from remd import Memory, load_config
+from tests.helpers import hogged
+from tests.test_http import serve
+from tests.test_mcp import session
+
+REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
+README = Path(__file__).resolve().parent.parent / "README.md"
+PENDING_README = Path("/tmp/readme_mcp_errors.md")  # the paragraph until README.md has it
+WRITTEN = ("nodes", "packs", "pack_items", "feedback", "access_log")
+
+
+def written(db: Path) -> dict[str, int]:
+    """How many rows each table a call could write to holds, all namespaces."""
+    with Memory(db, embedder=None) as m:
+        return {t: int(m.store.scalar(f"SELECT count(*) FROM {t}")) for t in WRITTEN}
+
+
+def assert_error_shape(r: httpx.Response, status: int, kind: str) -> None:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/json"
+    body = r.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"type", "message"}, body
+    assert body["error"]["type"] == kind, body
+    message = body["error"]["message"]
+    assert message and "\n" not in message and len(message) < 300, message
+
+
+@pytest.fixture
+def api(db_path: Path) -> Iterator[httpx.Client]:
+    server, host = serve(db_path)
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as client:
+        yield client
+    server.stop()
+    host.close()
+
+
+# -- row 4: bodies the JSON parser cannot read -----------------------------------------------
+# Placeholders, so that the test ids stay short: ARRAY and OBJECT nest 5,000 levels deep,
+# DIGITS is an integer of 5,001 digits, PACK the id of a real pack.
+LONG = {"ARRAY": "[" * 5000 + "]" * 5000, "OBJECT": '{"a": ' * 5000 + "1" + "}" * 5000,
+        "DIGITS": "9" * 5001}
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/memories", '{"content": "a note", "tags": ARRAY}'),
+    ("/v1/memories", '{"content": "a note", "source": OBJECT}'),
+    ("/v1/memories", '{"content": "a note", "colour": DIGITS}'),
+    ("/v1/memories", '{"content": "a note", "tags": ["a", -DIGITS]}'),
+    ("/v1/memories", '{"content": "a note", "colour": Infinity}'),
+    ("/v1/inject", '{"query": "sweets", "token_budget": DIGITS}'),
+    ("/v1/inject", '{"query": ARRAY, "token_budget": 100}'),
+    ("/v1/inject", '{"query": "sweets", "token_budget": 100, "fill": -Infinity}'),
+    ("/v1/feedback", '{"pack_id": "PACK", "accepted": DIGITS}'),
+    ("/v1/feedback", '{"pack_id": "PACK", "accepted": NaN}'),
+    ("/v1/feedback", '{"pack_id": "PACK", "accepted": true, "x": OBJECT}'),
+])
+def test_bodies_the_json_parser_cannot_read_answer_400_and_write_nothing(
+        api: httpx.Client, db_path: Path, path: str, body: str) -> None:
+    """Nesting past the parser's recursion limit, an integer past Python's digit limit, and
+    NaN/Infinity (not JSON) are 400 InvalidJSON on every endpoint that takes a body, not 500."""
+    saved = api.post("/v1/memories", json={"content": "I prefer dark chocolate"})
+    pack = api.post("/v1/inject", json={"query": "sweets", "token_budget": 100}).json()
+    before = written(db_path)
+    for name, text in {**LONG, "PACK": pack["pack_id"]}.items():
+        body = body.replace(name, text)
+    r = api.post(path, content=body.encode(), headers={"content-type": "application/json"})
+    assert_error_shape(r, 400, "InvalidJSON")
+    assert "99999" not in r.json()["error"]["message"]  # the caller's value is not echoed
+    assert written(db_path) == before
+    assert saved.status_code == 201
+    # The server is fine afterwards.
+    assert api.post("/v1/feedback", json={"pack_id": pack["pack_id"],
+                                          "accepted": True}).json()["applied"] is True
+
+
+# -- row 17: /healthz when the database can't be used ------------------------------------------
+def _garbage(db: Path) -> None:
+    """Overwrite the file and its WAL and index with bytes that are not SQLite."""
+    for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        if path.exists():
+            size = path.stat().st_size
+            with open(path, "r+b") as f:
+                f.write((b"not a database, not at all " * (size // 27 + 1))[:size])
+
+
+@pytest.mark.parametrize("cause", ["garbage file", "every connection leased"])
+def test_healthz_on_an_unusable_database_answers_the_error_shape(db_path: Path,
+                                                                 cause: str) -> None:
+    config = load_config(env={}, overrides={"store": {"max_connections": 1,
+                                                       "pool_wait_ms": 20}})
+    Memory(db_path, embedder=None).close()
+    server, host = serve(db_path, config)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            assert api.get("/healthz").json()["status"] == "ok"
+            if cause == "garbage file":
+                _garbage(db_path)
+                r = api.get("/healthz")
+            else:
+                with hogged(host.engine.store):
+                    r = api.get("/healthz")
+            assert r.status_code == 503, r.text
+            assert r.headers["retry-after"] == "1"
+            body = r.json()
+            assert set(body) == {"status", "error"} and body["status"] == "unavailable"
+            assert set(body["error"]) == {"type", "message"}
+            assert body["error"]["type"] == ("StoreError" if cause == "garbage file"
+                                             else "PoolExhausted")
+            assert body["error"]["message"] and "\n" not in body["error"]["message"]
+    finally:
+        server.stop()
+        host.close()
+
+
+# -- rows 18 and 19: MCP arguments and what a client sees for an error ---------------------------
+def _text(result: Any) -> str:
+    assert result.is_error and result.structured_content is None, result
+    (item,) = result.content
+    assert item.type == "text"
+    return str(item.text)
+
+
+REFUSED: list[tuple[str, dict[str, Any], str]] = [
+    ("save_memory", {"content": 42}, "content"),
+    ("save_memory", {"content": "ok", "tags": '["food"]'}, "tags"),
+    ("save_memory", {"content": "ok", "source": 7}, "source"),
+    ("save_memory", {"content": "ok", "colour": "red"}, "colour"),
+    ("inject_memories", {"query": "sweets", "token_budget": "100"}, "token_budget"),
+    ("inject_memories", {"query": "sweets", "token_budget": 100.0}, "token_budget"),
+    ("inject_memories", {"query": "sweets", "token_budget": 100, "fill": "true"}, "fill"),
+    ("inject_memories", {"query": "sweets", "token_budget": 100, "colour": "red"}, "colour"),
+    ("memory_feedback", {"pack_id": "PACK", "accepted": "true"}, "accepted"),
+    ("memory_feedback", {"pack_id": "PACK", "accepted": 1}, "accepted"),
+    ("memory_feedback", {"pack_id": "PACK", "accepted": True, "grade": 1.0}, "grade"),
+    ("memory_history", {"memory_id": 5}, "memory_id"),
+    ("memory_history", {"memory_id": "MEMORY", "depth": 2}, "depth"),
+    ("find_contradictions", {"limit": "5"}, "limit"),
+    ("find_contradictions", {"limit": 5, "colour": "red"}, "colour"),
+    ("find_contradictions", {}, ""),  # accepted: a control
+]
+
+
+def test_mcp_arguments_are_strict_and_closed_like_http_bodies(db_path: Path) -> None:
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+        memory = (await client.call_tool("save_memory", {"content": "I like dark chocolate"}
+                                         )).structured_content
+        pack = (await client.call_tool("inject_memories", {"query": "chocolate",
+                                                           "token_budget": 100})
+                ).structured_content
+        for name, args, field in REFUSED:
+            args = {k: {"PACK": pack["pack_id"], "MEMORY": memory["id"]}.get(v, v)
+                    if isinstance(v, str) else v for k, v in args.items()}
+            result = await client.call_tool(name, args)
+            if not field:
+                assert not result.is_error, result
+                continue
+            text = _text(result)
+            assert text.startswith(f"Error executing tool {name}: ValidationError: {field}: "), (
+                name, args, text)
+            assert "\n" not in text and "'red'" not in text and "100" not in text
+        # A string is what it says: "null" is a namespace's name, not "no namespace".
+        stored = (await client.call_tool("save_memory", {"content": "Standup at ten",
+                                                         "namespace": "null"})
+                  ).structured_content
+        assert stored["namespace"] == "null"
+        missing = await client.call_tool("find_contradictions", {"memory_id": "null"})
+        assert _text(missing).endswith("NotFound: no memory 'null' in namespace 'default'")
+
+    session(db_path, body)
+    rows = written(db_path)  # the two saves and the one inject above, nothing refused
+    assert (rows["nodes"], rows["packs"], rows["feedback"]) == (2, 1, 0)
+    with Memory(db_path, "null", embedder=None) as m:
+        assert m.stats().live == 1
+
+
+def _documented() -> str:
+    """The README's MCP section, or the paragraph written for it while README.md lacks it."""
+    readme = README.read_text()
+    section = readme[readme.index("## MCP server"):readme.index("## Inject")]
+    if "Error executing tool" in section:
+        return section
+    assert PENDING_README.exists(), "README.md does not say what an MCP client sees"
+    return PENDING_README.read_text()
+
+
+def test_mcp_errors_reach_the_client_as_the_readme_says(db_path: Path) -> None:
+    seen: list[str] = []
+
+    async def body(client: Client) -> None:
+        for name, args in [("inject_memories", {"query": "x", "token_budget": "100"}),
+                           ("memory_history", {"memory_id": "x"}),
+                           ("save_memory", {"content": "   "}),
+                           ("nope", {})]:
+            seen.append(_text(await client.call_tool(name, args)))
+
+    session(db_path, body)
+    doc = " ".join(_documented().split())  # markdown lines joined
+    examples = re.findall(r"`(Error executing tool [^`<]+)`", doc)
+    assert len(examples) == 2 and examples == seen[:2]
+    assert re.fullmatch(r"Error executing tool save_memory: InvalidInput: [^\n]+", seen[2])
+    assert "`Error executing tool <tool>: <Type>: <message>`" in doc
+    assert seen[3] == "Unknown tool: nope" and "`Unknown tool: <name>`" in doc
+    assert written(db_path)["nodes"] == 0
+
+
+# -- row 20: `remd serve` on a port already taken ---------------------------------------------
+def test_serve_on_a_busy_port_fails_with_one_line_on_stderr(db_path: Path) -> None:
+    Memory(db_path, embedder=None).close()
+    env = {k: v for k, v in os.environ.items() if k != "REMD_CONFIG"}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run([*REMD, "--db", str(db_path), "serve", "--http",
+                               f"127.0.0.1:{port}", "--interval", "3600"],
+                              capture_output=True, text=True, timeout=120,
+                              env={**env, "REMD_EMBED__PROVIDER": "none"})
+    assert proc.returncode == 1, proc
+    assert proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert f"127.0.0.1:{port}" in line and "in use" in line, line
