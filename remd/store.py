@@ -466,7 +466,10 @@ class Store:
         """The names of the migrations recorded in the file, in the order they were applied
         (empty for a new file)."""
         with self.connection() as conn:
-            return self._recorded(conn)
+            try:
+                return self._recorded(conn)
+            except apsw.Error as exc:  # not a database, corrupt: a StoreError, not apsw's
+                raise _wrap(exc, self.path) from exc
 
     def _recorded(self, conn: apsw.Connection) -> list[str]:
         """Migration names recorded in the file (none before 0001 made the table)."""
