@@ -134,9 +134,12 @@ class InjectConfig(_Section):
     floor_spread: float = Field(0.1, ge=0, le=1, description=(
         "relevance floor: an item must score at least the weakest score of the filled pack "
         "plus this share of the way to the best (0: off)"))
-    floor_gap: float = Field(0.55, ge=0, le=1, description=(
+    floor_gap: float = Field(0.53, ge=0, le=1, description=(
         "relevance floor: the pack stops before the first score below this share of the "
         "score above it (0: off)"))
+    speaker_weight: float = Field(1.0, ge=0, description=(
+        "a chat turn ('[date] Name: text') said by someone the query names scores 1 + w "
+        "times more (0: off)"))
     fact_weight: float = Field(1.0, ge=0, description=(
         "the live memory of the fact key a question asks for scores the best candidate's "
         "times 1 + w (0: off)"))

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
-from remd import lexical, nodemirror, packer, standins, vectors
+from remd import cues, lexical, nodemirror, packer, standins, vectors
 from remd.caches import View
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
@@ -54,7 +54,6 @@ from remd.errors import InvalidInput, ReadOnlyStore
 from remd.fact_questions import question_keys
 from remd.ids import new_id
 from remd.ingest import check_namespace, check_text
-from remd.lexical import stems as lexical_stems
 from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.pack import Pack, PackItem, ScoreParts, Seed, check_budget
@@ -91,6 +90,7 @@ class _Candidate:
     date: float = 1.0
     context: float = 0.0
     fact: float = 1.0  # the multiplier for being the live fact the question asks for
+    speaker: float = 1.0  # the multiplier for being said by someone the query names
 
 
 @dataclass
@@ -400,39 +400,15 @@ class _Injector:
         self._load(cands)
         self._score(cands)
         touched += self._context(conn, cands)
+        cues.speaker_boost(conn, query, cands, cfg.speaker_weight)
         facts = self._facts(conn, query, cands)
         unrelated = None
         if scan is not None and not facts:
-            unrelated = self._unrelated(conn, max((s for _, s in near), default=0.0), lexical)
+            unrelated = cues.unrelated(conn, cfg.floor_similarity,
+                                       max((s for _, s in near), default=0.0), lexical,
+                                       set(self.terms), self.query_tags)
         return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=touched,
                        facts=facts, unrelated=unrelated)
-
-    def _unrelated(self, conn: apsw.Connection, best: float,
-                   lexical: Sequence[tuple[int, float]]) -> str | None:
-        """Why the query is about nothing stored, or None: no memory is ``floor_similarity``
-        similar to it (cosine), the namespace has fewer than half of the query's tags, and
-        none of the best lexical hits holds half of its words.
-
-        "What is my favourite football club?" shares one word (and tag) of three with "my
-        favourite movie"; "food" is a tag of "I'm allergic to peanuts" (a short query's cosine
-        is low).
-        """
-        cfg = self.cfg
-        if cfg.floor_similarity <= 0 or best >= cfg.floor_similarity:
-            return None
-        known, asked = self.query_tags
-        if asked and 2 * known >= asked:
-            return None
-        if self.terms and lexical:
-            rids = [r for r, _ in lexical[:8]]
-            marks = ",".join("?" * len(rids))
-            want = set(self.terms)
-            for (content,) in conn.execute(
-                    f"SELECT content FROM nodes WHERE rid IN ({marks})", rids):
-                if 2 * len(want & lexical_stems(conn, str(content))) >= len(want):
-                    return None
-        return (f"no memory is similar to the query (best cosine {best:.2f} < floor_similarity "
-                f"{cfg.floor_similarity:g}) or holds half of its words or tags")
 
     def _facts(self, conn: apsw.Connection, query: str, cands: dict[int, _Candidate]) -> int:
         """Put the live memory of the fact key the question asks for first ("where do I
@@ -556,7 +532,8 @@ class _Injector:
         sources = tuple(s for s in _SOURCES if getattr(c, s) > 0)
         parts = ScoreParts(relevance=c.relevance, graph=c.graph, vector=c.vector,
                            lexical=c.lexical, recency=c.recency, importance=c.weight,
-                           diversity=penalty, context=c.context, date=c.date, fact=c.fact)
+                           diversity=penalty, context=c.context, date=c.date, fact=c.fact,
+                           speaker=c.speaker)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=c.kind, created_at=c.created_at,
                         parts=parts, path=path, sources=sources)

@@ -31,6 +31,7 @@ class ScoreParts:
     context: float = 0.0  # score added for being saved next to a strong candidate
     date: float = 1.0  # multiplier for being saved in the period the query names
     fact: float = 1.0  # multiplier for being the live fact the question asks for
+    speaker: float = 1.0  # multiplier for being said (chat header) by someone the query names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +114,8 @@ def explain(pack: Pack) -> Iterable[str]:
         yield (f"{rank}. {item.id} score {item.score:.4f} = relevance {p.relevance:.4f} "
                f"x recency {p.recency:.3f} x importance {p.importance:.3f} x date {p.date:g} "
                f"+ context {p.context:.4f} - diversity {p.diversity:.4f}"
-               + (f" (fact x{p.fact:g})" if p.fact != 1.0 else ""))
+               + (f" (fact x{p.fact:g})" if p.fact != 1.0 else "")
+               + (f" (speaker x{p.speaker:g})" if p.speaker != 1.0 else ""))
         yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
                f"{p.vector:.3f}, lexical {p.lexical:.3f}; path "
                f"{' -> '.join(item.path) if item.path else '-'}; {item.tokens} tokens")

@@ -38,6 +38,7 @@ class Scored(Protocol):
     rid: int
     tokens: int
     base: float
+    speaker: float  # the speaker multiplier in base (a prior: the floor leaves it out)
 
 
 S = TypeVar("S", bound=Scored)
@@ -113,7 +114,9 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
         return picked, None
     if unrelated is not None:
         return [], Stop("unrelated", unrelated)
-    bases = sorted((c.base for c, _, _ in picked), reverse=True)
+    # The speaker prior orders the pack but makes nothing relevant: the floor reads the
+    # scores without it (a question naming Caroline lifts every turn she said).
+    bases = sorted((c.base / c.speaker for c, _, _ in picked), reverse=True)
     best, edge = bases[0], bases[-1]
     floor = edge + cfg.floor_spread * (best - edge)
     stop: Stop | None = None
@@ -130,7 +133,7 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
                                f"floor_gap {cfg.floor_gap:g} of the one above): items under "
                                f"{floor:.4f} left out")
             break
-    kept = [p for p in picked if p[0].base >= floor]
+    kept = [p for p in picked if p[0].base / p[0].speaker >= floor]
     return kept, (stop if len(kept) < len(picked) else None)
 
 

@@ -123,11 +123,12 @@ def sentence_pieces(content: str, limit: int) -> list[str]:
     the speaker of a chat header ("Caroline: ..."), at most ``limit``."""
     if limit <= 0:
         return []
-    _, speaker, body = split_header(content)
+    stamp, speaker, body = split_header(content)
     found = [x for x in sentences(body) if len(x.split()) >= 3]
     if len(found) < 2:
         return []
-    return [f"{speaker}: {x}" if speaker else x for x in found[:limit]]
+    head = " ".join(p for p in (stamp, speaker) if p)
+    return [f"{head} {x}" if head else x for x in found[:limit]]
 
 
 def words(text: str) -> list[str]:

@@ -214,3 +214,57 @@ def test_a_memory_of_several_sentences_gets_a_vector_per_sentence(tmp_path: Path
         whole_sim = float(from_int8([whole[0][0]])[0] @ (q / np.linalg.norm(q)))
         assert top.parts.vector > whole_sim + 0.05  # its best sentence, not the whole
         assert short.id not in {i.id for i in m.inject("camping with family", 100).items}
+
+
+CHAT = [
+    "[1:56 pm on 8 May, 2023] Caroline: I went to a LGBTQ support group yesterday and it was "
+    "so powerful.",
+    "[1:57 pm on 8 May, 2023] Melanie: Wow, that sounds powerful! I went to a pottery class "
+    "yesterday.",
+    "[2:01 pm on 8 May, 2023] Caroline: I am researching adoption agencies these days.",
+    "[2:03 pm on 8 May, 2023] Melanie: I have been researching camping spots for the kids.",
+]
+
+
+def test_a_chat_turn_said_by_the_person_the_query_names_counts_more(tmp_path: Path) -> None:
+    from remd import Config
+    from remd.config import InjectConfig
+
+    with Memory(tmp_path / "chat.db") as m:
+        for text in CHAT:
+            m.save(text)
+        pack = m.inject("What did Caroline research?", 500, fill=True)
+        top = pack.items[0]
+        assert top.content == CHAT[2] and top.parts.speaker == 2.0
+        assert all(i.parts.speaker == 1.0 for i in pack.items if "Melanie:" in i.content)
+        assert any("(speaker x2)" in line for line in explain(pack))
+        melanie = m.inject("What did Melanie research?", 500, fill=True)
+        assert melanie.items[0].content == CHAT[3]
+    off = Config(inject=InjectConfig(speaker_weight=0))
+    with Memory(tmp_path / "chat.db", config=off) as m:
+        assert all(i.parts.speaker == 1.0
+                   for i in m.inject("What did Caroline research?", 500, fill=True).items)
+
+
+def test_the_floor_reads_scores_without_the_speaker_prior() -> None:
+    from dataclasses import dataclass
+
+    from remd.config import InjectConfig
+    from remd.packer import relevance_floor
+
+    @dataclass
+    class C:
+        rid: int
+        tokens: int
+        base: float
+        speaker: float = 1.0
+
+    cfg = InjectConfig(floor_spread=0.0, floor_gap=0.6)
+    # Boosted, the second item would fall to 0.45 of the first: a gap. Without the prior the
+    # two are level, and both stay.
+    picked = [(C(1, 5, 2.0, 2.0), 2.0, 0.0), (C(2, 5, 0.9), 0.9, 0.0)]
+    kept, stop = relevance_floor(picked, cfg)
+    assert [c.rid for c, _, _ in kept] == [1, 2] and stop is None
+    picked = [(C(1, 5, 2.0), 2.0, 0.0), (C(2, 5, 0.9), 0.9, 0.0)]
+    kept, stop = relevance_floor(picked, cfg)
+    assert [c.rid for c, _, _ in kept] == [1] and stop is not None and stop.reason == "gap"
