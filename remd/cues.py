@@ -20,6 +20,10 @@ import apsw
 from remd import text as tx
 from remd.lexical import stems
 
+# How much of a memory is read for its speakers: a turn's header, and the first turns of a
+# REM synthesis of chat turns (each keeps its "[stamp] Name:").
+_HEAD_CHARS = 600
+
 
 class Boostable(Protocol):
     base: float
@@ -29,8 +33,9 @@ class Boostable(Protocol):
 def speaker_boost(conn: apsw.Connection, query: str, cands: Mapping[int, Boostable],
                   weight: float) -> None:
     """Multiply the score of each candidate said by someone ``query`` names by ``1 +
-    weight`` (recorded in its ``speaker``). Only for queries that name someone; one read of
-    the candidates' first characters."""
+    weight`` (recorded in its ``speaker``): the header's speaker, or for a synthesis of chat
+    turns any speaker of its first turns (:func:`remd.text.speakers`). Only for queries that
+    name someone; one read of the candidates' first characters."""
     if weight <= 0 or not cands:
         return
     named = {n.casefold() for name in tx.names(query) for n in (name, *name.split())}
@@ -39,9 +44,9 @@ def speaker_boost(conn: apsw.Connection, query: str, cands: Mapping[int, Boostab
     rids = list(cands)
     marks = ",".join("?" * len(rids))
     for rid, head in conn.execute(
-            f"SELECT rid, substr(content, 1, 96) FROM nodes WHERE rid IN ({marks})", rids):
-        _, speaker, _ = tx.split_header(str(head))
-        if speaker and speaker.rstrip(":").strip().casefold() in named:
+            f"SELECT rid, substr(content, 1, {_HEAD_CHARS}) FROM nodes WHERE rid IN ({marks})",
+            rids):
+        if tx.speakers(str(head)) & named:
             c = cands[int(rid)]
             c.speaker = 1.0 + weight
             c.base *= c.speaker

@@ -157,6 +157,20 @@ def split_header(content: str) -> tuple[str, str, str]:
             content[m.end():].strip())
 
 
+# A chat header inside a text: "[stamp] Name:" (a REM synthesis of chat turns keeps theirs).
+_INNER_SPEAKER = re.compile(r"\[[^\]\n]{1,80}\]\s*((?:[A-Z][\w'’.-]*\s?){1,3}):")
+
+
+def speakers(text: str) -> set[str]:
+    """The speakers of a memory written as chat turns, lower-cased: the "Name:" of its header
+    and of every "[stamp] Name:" inside it."""
+    found = {m.group(1).strip().casefold() for m in _INNER_SPEAKER.finditer(text)}
+    _, speaker, _ = split_header(text)
+    if speaker:
+        found.add(speaker.rstrip(":").strip().casefold())
+    return found
+
+
 # -- names and numbers ----------------------------------------------------------------------------
 _NAME_WORD = re.compile(r"[^\W\d_][\w-]*(?:['’](?![sS]\b)[\w-]+)*")
 NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
