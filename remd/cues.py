@@ -12,7 +12,8 @@ Both read a handful of rows at most; neither depends on the namespace's size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import heapq
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import apsw
@@ -22,7 +23,9 @@ from remd.lexical import stems
 
 # How much of a memory is read for its speakers: a turn's header, and the first turns of a
 # REM synthesis of chat turns (each keeps its "[stamp] Name:").
-_HEAD_CHARS = 600
+_TURN_CHARS = 120
+_SYNTHESIS_CHARS = 600
+SPEAKER_READS = 192  # best candidates whose speakers are read
 
 
 class Boostable(Protocol):
@@ -31,25 +34,36 @@ class Boostable(Protocol):
 
 
 def speaker_boost(conn: apsw.Connection, query: str, cands: Mapping[int, Boostable],
-                  weight: float) -> None:
+                  weight: float, synthesis: Callable[[int], bool]) -> None:
     """Multiply the score of each candidate said by someone ``query`` names by ``1 +
     weight`` (recorded in its ``speaker``): the header's speaker, or for a synthesis of chat
-    turns any speaker of its first turns (:func:`remd.text.speakers`). Only for queries that
-    name someone; one read of the candidates' first characters."""
+    turns (``synthesis(rid)``) any speaker of its first turns (:func:`remd.text.speakers`).
+
+    Only for queries that name someone, and only the best :data:`SPEAKER_READS` candidates
+    (one read of their first characters): one far below them would not reach a pack even
+    doubled.
+    """
     if weight <= 0 or not cands:
         return
     named = {n.casefold() for name in tx.names(query) for n in (name, *name.split())}
     if not named:
         return
-    rids = list(cands)
-    marks = ",".join("?" * len(rids))
-    for rid, head in conn.execute(
-            f"SELECT rid, substr(content, 1, {_HEAD_CHARS}) FROM nodes WHERE rid IN ({marks})",
-            rids):
-        if tx.speakers(str(head)) & named:
-            c = cands[int(rid)]
-            c.speaker = 1.0 + weight
-            c.base *= c.speaker
+    best = heapq.nlargest(SPEAKER_READS, cands, key=lambda r: cands[r].base)
+    turns = [r for r in best if not synthesis(r)]
+    folded = [r for r in best if synthesis(r)]
+    for rids, chars in ((turns, _TURN_CHARS), (folded, _SYNTHESIS_CHARS)):
+        if not rids:
+            continue
+        marks = ",".join("?" * len(rids))
+        for rid, head in conn.execute(
+                f"SELECT rid, substr(content, 1, {chars}) FROM nodes WHERE rid IN ({marks})",
+                rids):
+            text = str(head)
+            low = text.casefold()
+            if any(n in low for n in named) and tx.speakers(text) & named:
+                c = cands[int(rid)]
+                c.speaker = 1.0 + weight
+                c.base *= c.speaker
 
 
 def unrelated(conn: apsw.Connection, floor_similarity: float, best: float,

@@ -400,7 +400,8 @@ class _Injector:
         self._load(cands)
         self._score(cands)
         touched += self._context(conn, cands)
-        cues.speaker_boost(conn, query, cands, cfg.speaker_weight)
+        cues.speaker_boost(conn, query, cands, cfg.speaker_weight,
+                           lambda rid: cands[rid].kind is NodeKind.SYNTHESIS)
         facts = self._facts(conn, query, cands)
         unrelated = None
         if scan is not None and not facts:
