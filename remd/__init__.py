@@ -1,5 +1,6 @@
 """remd: long-term memory for LLM agents in one SQLite file."""
 
+from remd.async_memory import AsyncMemory
 from remd.config import Config, load_config
 from remd.errors import (
     ConfigError,
@@ -21,6 +22,7 @@ from remd.rem import ClusterOutcome, RemRun, RollbackResult, RunStatus
 from remd.triggers import TriggerCheck, TriggerReport
 
 __all__ = [
+    "AsyncMemory",
     "ClusterOutcome",
     "Config",
     "ConfigError",

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from remd.caches import Caches
@@ -62,6 +63,8 @@ class Engine:
         self._query_lock = threading.Lock()
         self._users = 0
         self._key: Hashable | None = None  # set by open_engine
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
 
     @property
     def path(self) -> str:
@@ -119,6 +122,17 @@ class Engine:
                 self._query_vectors.popitem(last=False)
         return fresh
 
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        """The threads that run :class:`remd.AsyncMemory`'s calls off the event loop: as many
+        as the store has connections (``store.max_connections``), created on first use."""
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self.config.store.max_connections,
+                    thread_name_prefix="remd-async")
+            return self._executor
+
     # -- lifetime ------------------------------------------------------------------------
     def acquire(self) -> None:
         """One more user (each one calls :meth:`release` when done)."""
@@ -138,7 +152,12 @@ class Engine:
         self.close()
 
     def close(self) -> None:
-        """Close the store now, whoever still uses the engine (idempotent)."""
+        """Close the store now, whoever still uses the engine (idempotent). Calls already
+        running on :attr:`executor` finish first: a write is never cut in half."""
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
         self.store.close()
 
 
