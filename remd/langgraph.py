@@ -1,0 +1,194 @@
+"""A LangGraph long-term store kept in remd (``pip install 'remd[langgraph]'``).
+
+:class:`RemdStore` implements LangGraph's ``BaseStore`` (``batch``/``abatch``, and through
+them put, get, search, delete and list_namespaces), so a LangGraph app keeps its memory in a
+remd file and the daemon's REM cycles run over it.
+
+Mapping, reversible:
+
+- A namespace tuple ``("users", "u 1")`` is the remd namespace ``lg.users.u_201``: ``lg``,
+  then each label with every character but letters, digits and ``-`` written as ``_`` and its
+  UTF-8 bytes in hex (``_20`` for a space, ``_2e`` for ``.``, ``_5f`` for ``_``), joined by
+  ``.``. remd namespaces are at most 64 characters, so deep or long tuples are refused.
+- A key is the memory's ``source`` (``lg:KEY``); a value is its content, as JSON. ``put``
+  with a key that exists forgets the old memory and saves the new one (replace, as LangGraph
+  expects); ``put(..., None)`` (delete) forgets it. Forgotten memories stay in the file.
+- ``search`` with a ``query`` ranks by remd's inject (packed to a budget, ``fill=True``);
+  without one, newest first. ``filter`` keeps items whose value has those fields equal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from remd.errors import InvalidInput
+from remd.memory import Memory
+
+__all__ = ["RemdStore", "from_remd_namespace", "to_remd_namespace"]
+
+ROOT = "lg"
+_SOURCE = "lg:"
+SEARCH_BUDGET = 4096  # tokens of inject's pack a query search ranks
+
+
+def _label(text: str) -> str:
+    return "".join(c if (c.isascii() and c.isalnum()) or c == "-"
+                   else "".join(f"_{b:02x}" for b in c.encode()) for c in text)
+
+
+def _unlabel(text: str) -> str:
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        if text[i] == "_":
+            out += bytes.fromhex(text[i + 1:i + 3])
+            i += 3
+        else:
+            out += text[i].encode()
+            i += 1
+    return out.decode()
+
+
+def to_remd_namespace(namespace: tuple[str, ...]) -> str:
+    """``("users", "u 1")`` -> ``lg.users.u_201``. Raises InvalidInput past 64 characters."""
+    name = ".".join((ROOT, *(_label(p) for p in namespace)))
+    if len(name) > 64:
+        raise InvalidInput(f"LangGraph namespace {namespace!r} is too long for remd "
+                           f"({len(name)} > 64 characters once encoded)")
+    return name
+
+
+def from_remd_namespace(name: str) -> tuple[str, ...]:
+    """The inverse of :func:`to_remd_namespace`."""
+    parts = name.split(".")
+    if parts[0] != ROOT:
+        raise InvalidInput(f"{name!r} is not a LangGraph namespace")
+    return tuple(_unlabel(p) for p in parts[1:])
+
+
+class RemdStore(BaseStore):
+    """LangGraph's ``BaseStore`` over a remd file (see the module docstring)."""
+
+    def __init__(self, path: str | Path = "remd.db", **memory_kwargs: Any) -> None:
+        self._root = Memory(path, ROOT, **memory_kwargs)
+
+    def close(self) -> None:
+        self._root.close()
+
+    def _mem(self, namespace: tuple[str, ...]) -> Memory:
+        return Memory.bound(self._root.engine, to_remd_namespace(namespace))
+
+    # -- batch ----------------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        out: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                out.append(self._get(op.namespace, op.key))
+            elif isinstance(op, PutOp):
+                self._put(op.namespace, op.key, op.value)
+                out.append(None)
+            elif isinstance(op, SearchOp):
+                out.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                out.append(self._list(op))
+            else:
+                raise InvalidInput(f"unknown store operation {type(op).__name__}")
+        return out
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._root.engine.executor, self.batch, list(ops))
+
+    # -- operations -----------------------------------------------------------------------
+    def _live(self, mem: Memory, key: str | None = None) -> list[tuple[Any, ...]]:
+        sql = ("SELECT id, content, source, created_at FROM nodes WHERE namespace = ? "
+               "AND status = 'live' AND source " + ("= ?" if key is not None else "LIKE ?")
+               + " ORDER BY created_at DESC, rid DESC")
+        arg = _SOURCE + key if key is not None else _SOURCE + "%"
+        return list(mem.store.query(sql, (mem.namespace, arg)))
+
+    @staticmethod
+    def _item(namespace: tuple[str, ...], row: tuple[Any, ...], score: float | None = None,
+              searched: bool = False) -> Item:
+        _, content, source, created = row
+        at = datetime.fromtimestamp(float(created), UTC)
+        key = str(source)[len(_SOURCE):]
+        value = json.loads(str(content))
+        if searched:
+            return SearchItem(namespace, key, value, at, at, score)
+        return Item(value=value, key=key, namespace=namespace, created_at=at, updated_at=at)
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        rows = self._live(self._mem(namespace), key)
+        return self._item(namespace, rows[0]) if rows else None
+
+    def _put(self, namespace: tuple[str, ...], key: str,
+             value: Mapping[str, Any] | None) -> None:
+        mem = self._mem(namespace)
+        for row in self._live(mem, key):
+            mem.forget(str(row[0]))
+        if value is not None:
+            mem.save(json.dumps(dict(value), sort_keys=True, ensure_ascii=False),
+                     source=_SOURCE + key)
+
+    def _namespaces(self) -> list[str]:
+        return [str(r[0]) for r in self._root.store.query(
+            "SELECT DISTINCT namespace FROM nodes WHERE (namespace = ? OR namespace LIKE ?) "
+            "AND status = 'live' AND source LIKE ?", (ROOT, ROOT + ".%", _SOURCE + "%"))]
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = op.namespace_prefix
+        found: list[tuple[float, float, SearchItem]] = []
+        for name in self._namespaces():
+            namespace = from_remd_namespace(name)
+            if namespace[:len(prefix)] != tuple(prefix):
+                continue
+            mem = Memory.bound(self._root.engine, name)
+            rows = self._live(mem)
+            ranked: list[tuple[float | None, tuple[Any, ...]]]
+            if op.query:
+                by_id = {str(r[0]): r for r in rows}
+                pack = mem.inject(op.query, SEARCH_BUDGET, fill=True)
+                ranked = [(i.score, by_id[i.id]) for i in pack.items if i.id in by_id]
+            else:
+                ranked = [(None, r) for r in rows]
+            for score, row in ranked:
+                item = self._item(namespace, row, score, searched=True)
+                if op.filter and any(item.value.get(k) != v for k, v in op.filter.items()):
+                    continue
+                if isinstance(item, SearchItem):
+                    found.append((-(score or 0.0), -float(row[3]), item))
+        found.sort(key=lambda t: (t[0], t[1]))
+        return [item for _, _, item in found][op.offset:op.offset + op.limit]
+
+    def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        names = set()
+        for name in self._namespaces():
+            ns = from_remd_namespace(name)
+            ok = True
+            for cond in op.match_conditions or ():
+                path = tuple(cond.path)
+                part = ns[:len(path)] if cond.match_type == "prefix" else ns[-len(path):]
+                if len(ns) < len(path) or any(p != "*" and p != q
+                                              for p, q in zip(path, part, strict=True)):
+                    ok = False
+            if ok:
+                names.add(ns[:op.max_depth] if op.max_depth is not None else ns)
+        return sorted(names)[op.offset:op.offset + op.limit]
