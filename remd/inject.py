@@ -187,12 +187,7 @@ class _Injector:
     def _finish_scans(conn: apsw.Connection, scans: list[vectors.Scan] | None
                       ) -> list[tuple[int, float]]:
         """(rid, cosine) best first: a memory's best of its own vector and its sentences'."""
-        best: dict[int, float] = {}
-        for scan in scans or ():
-            for rid, sim in scan.finish(conn):
-                if sim > best.get(rid, -2.0):
-                    best[rid] = sim
-        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+        return vectors.best_per_rid(hit for scan in scans or () for hit in scan.finish(conn))
 
     def _vector_seeds(self, conn: apsw.Connection, near: Sequence[tuple[int, float]],
                       taken: set[int]) -> dict[int, tuple[str, float]]:

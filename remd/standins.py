@@ -10,13 +10,13 @@ folded fragments need SQL.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 import apsw
 
 from remd import nodemirror
 from remd.nodemirror import NodeMirror
+from remd.vectors import best_per_rid
 
 
 def stand_ins(nodes: NodeMirror, conn: apsw.Connection, rids: Iterable[int]
@@ -55,6 +55,7 @@ def stand_ins(nodes: NodeMirror, conn: apsw.Connection, rids: Iterable[int]
         current = follow
     return out
 
+
 def resolve(nodes: NodeMirror, conn: apsw.Connection, hits: Sequence[tuple[int, float]]
             ) -> list[tuple[int, float]]:
     """Hits mapped to their stand-ins (see :func:`stand_ins`), best score per stand-in, best
@@ -62,12 +63,8 @@ def resolve(nodes: NodeMirror, conn: apsw.Connection, hits: Sequence[tuple[int, 
     if not hits:
         return []
     stand = stand_ins(nodes, conn, (r for r, _ in hits))
-    best: dict[int, float] = {}
-    for rid, score in hits:
-        target = stand.get(rid)
-        if target is not None and score > best.get(target, -math.inf):
-            best[target] = score
-    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+    return best_per_rid((stand[rid], score) for rid, score in hits if rid in stand)
+
 
 def seek_neighbour(nodes: NodeMirror, conn: apsw.Connection, namespace: str, rid: int,
                    step: int) -> int:
@@ -81,6 +78,7 @@ def seek_neighbour(nodes: NodeMirror, conn: apsw.Connection, namespace: str, rid
     _, pos = nodes.positions([int(row[0])])
     return int(pos[0]) if len(pos) else -1
 
+
 def top(nodes: NodeMirror, conn: apsw.Connection, hits: Sequence[tuple[int, float]], k: int
         ) -> list[tuple[int, float]]:
     """The best ``k`` of ``hits`` (best first) after :func:`resolve`, looking up stand-ins for as
@@ -88,11 +86,7 @@ def top(nodes: NodeMirror, conn: apsw.Connection, hits: Sequence[tuple[int, floa
     out: list[tuple[int, float]] = []
     start, step = 0, 2 * k
     while start < len(hits) and len(out) < k:
-        merged = dict(out)
-        for rid, score in resolve(nodes, conn, hits[start:start + step]):
-            if score > merged.get(rid, -math.inf):
-                merged[rid] = score
-        out = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
+        out = best_per_rid([*out, *resolve(nodes, conn, hits[start:start + step])])
         start += step
         step *= 2
     return out[:k]

@@ -17,8 +17,9 @@ always within the top ``8k`` by Hamming distance (see tests/test_inject.py for t
 from __future__ import annotations
 
 import array
+import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -88,8 +89,8 @@ def write_sentence_vectors(conn: apsw.Connection, namespace: str, rid: int,
     """Store the embeddings of a memory's sentences (``sentence_vec``, migration 0010), in the
     caller's transaction, replacing any it had."""
     m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-    if conn.execute("SELECT 1 FROM sentence_vec WHERE rid = ? LIMIT 1", (rid,)).fetchone():
-        conn.execute("DELETE FROM sentence_vec WHERE rid = ?", (rid,))
+    # Deleting no row fires no trigger: vec_generation moves only when rows are replaced.
+    conn.execute("DELETE FROM sentence_vec WHERE rid = ?", (rid,))
     if not len(m):
         return
     bits, small = quantise(m), to_int8(m)
@@ -330,10 +331,16 @@ def exact(conn: apsw.Connection, keys: npt.NDArray[np.int64], q: F32,
     if not rows:
         return []
     sims = from_int8([r[1] for r in rows]) @ q
+    return best_per_rid(zip((int(r[0]) for r in rows), sims.tolist(), strict=True))
+
+
+def best_per_rid(hits: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(rid, similarity) pairs, each rid once with its best similarity, best first (ties by
+    rid)."""
     best: dict[int, float] = {}
-    for (rid, _), sim in zip(rows, sims.tolist(), strict=True):
-        if sim > best.get(int(rid), -2.0):
-            best[int(rid)] = sim
+    for rid, sim in hits:
+        if sim > best.get(rid, -math.inf):
+            best[rid] = sim
     return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
