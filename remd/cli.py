@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from remd.config import Config, load_config
-from remd.errors import InvalidInput, RemdError, StoreError
+from remd.errors import InvalidInput, RemdError, StoreError, first_line
 from remd.exchange import iso, node_to_dict
 from remd.ingest import check_source, check_tags, check_text
 from remd.logs import configure_logging
@@ -53,8 +53,7 @@ class RemdGroup(click.Group):
             sys.stdout.flush()
             return result
         except RemdError as exc:
-            raise click.ClickException(str(exc).splitlines()[0] if str(exc) else
-                                       type(exc).__name__) from exc
+            raise click.ClickException(first_line(exc)) from exc
         except OSError as exc:
             if exc.errno != errno.EPIPE:
                 raise

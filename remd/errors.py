@@ -19,6 +19,13 @@ def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message, or its type's name when it has none: what every
+    front end shows a user (a CLI line, an HTTP error message, an MCP tool error)."""
+    lines = str(exc).splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 class RemdError(Exception):
     """Base class of every error remd raises on purpose."""
 

@@ -63,6 +63,7 @@ from remd.errors import (
     RemdError,
     RollbackRefused,
     StoreError,
+    first_line,
 )
 from remd.exchange import node_to_dict
 from remd.logs import get_logger
@@ -186,12 +187,6 @@ def _error_body(kind: str, message: str) -> dict[str, Any]:
 def _error(status: int, kind: str, message: str,
            headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(_error_body(kind, message), status_code=status, headers=headers)
-
-
-def _first_line(exc: Exception) -> str:
-    """The first line of an error's message (its type's name when it has none)."""
-    lines = str(exc).splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 # -- request bodies --------------------------------------------------------------------------
@@ -330,7 +325,7 @@ class _Api:
         (OSError: no file descriptor left, EMFILE, and the like). A 503 carries Retry-After
         and is logged once per cause per minute."""
         if isinstance(exc, RemdError):
-            code, kind, message = status_of(exc), type(exc).__name__, _first_line(exc)
+            code, kind, message = status_of(exc), type(exc).__name__, first_line(exc)
         else:
             code, kind, message = 503, "Unavailable", "the server is out of resources; retry"
         if code != 503:

@@ -33,7 +33,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from remd.config import Config
-from remd.errors import InvalidInput, RemdError
+from remd.errors import InvalidInput, RemdError, first_line
 from remd.exchange import node_to_dict
 from remd.logs import configure_logging
 from remd.memory import Memory
@@ -146,8 +146,7 @@ def build_server(host: EngineHost, default_namespace: str = "default") -> MCPSer
         except RemdError as exc:
             # An anticipated failure: the model reads the one-line message (the SDK puts
             # "Error executing tool <name>: " before it).
-            lines = str(exc).splitlines() or [type(exc).__name__]
-            raise ToolError(f"{type(exc).__name__}: {lines[0]}") from exc
+            raise ToolError(f"{type(exc).__name__}: {first_line(exc)}") from exc
 
     def save_memory(content: str, tags: list[str] | None = None, source: str | None = None,
                     namespace: str | None = None) -> dict[str, Any]:
