@@ -10,7 +10,6 @@ same lines.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from remd.errors import InvalidInput, quote
-from remd.ids import _ALPHABET, new_id
+from remd.ids import derived_id, new_id
 from remd.ingest import Draft, Writer, check_source, check_tags, check_text, save_drafts
 from remd.models import EdgeType, Node, NodeKind, NodeStatus
 from remd.nodes import NODE_COLUMNS, from_rows
@@ -160,12 +159,8 @@ def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
 
 def copy_id(node_id: str, namespace: str) -> str:
     """The id a memory's copy gets in ``namespace`` when its own id is taken in another: the
-    same for every import of it, so importing one export twice skips what is there. Keeps
-    the original's time part (ids sort by time)."""
-    digest = int.from_bytes(hashlib.blake2b(f"{namespace}\0{node_id}".encode(),
-                                            digest_size=8).digest(), "big")
-    tail = "".join(_ALPHABET[(digest >> (5 * i)) & 31] for i in range(6))
-    return (node_id[:10] if len(node_id) >= 10 else node_id) + tail
+    same for every import of it, so importing one export twice skips what is there."""
+    return derived_id(node_id, namespace)
 
 
 def _placed(engine: Engine, namespace: str, ids: list[str]) -> tuple[set[str], dict[str, str]]:

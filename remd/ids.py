@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -32,3 +33,11 @@ def new_id(prefix: str = "") -> str:
             _last_rand = int.from_bytes(os.urandom(4), "big") & ((1 << 29) - 1)
         _last_ms = ms
         return prefix + _b32(ms, 10) + _b32(_last_rand, 6)
+
+
+def derived_id(base: str, salt: str) -> str:
+    """An id made from ``base`` and ``salt``, the same every time: ``base``'s first 10
+    characters (its time part, so ids still sort by time) and 6 from a hash of both."""
+    digest = int.from_bytes(hashlib.blake2b(f"{salt}\0{base}".encode(), digest_size=8).digest(),
+                            "big")
+    return base[:10] + _b32(digest & ((1 << 30) - 1), 6)

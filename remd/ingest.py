@@ -125,6 +125,11 @@ def _same_text(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _same_value(stored: object, value: str | None) -> bool:
+    """Whether a live fact's stored value is ``value`` (case ignored)."""
+    return str(stored or "").casefold() == (value or "").casefold()
+
+
 class Writer:
     """Writes drafts through one connection inside the caller's transaction."""
 
@@ -182,10 +187,10 @@ class Writer:
                 "WHERE namespace = ? AND fact_key = ? AND status = 'live'",
                 (self.ns, fact_key),
             ).fetchall()
-            same = _same_text(draft.content)
-            for old_rid, old_id, old_value, _, _, old_content in live:
-                if (len(live) == 1 and _same_text(str(old_content)) == same
-                        and str(old_value or "").casefold() == (fact_value or "").casefold()):
+            if len(live) == 1:
+                old_rid, old_id, old_value, _, _, old_content = live[0]
+                if (_same_text(str(old_content)) == _same_text(draft.content)
+                        and _same_value(old_value, fact_value)):
                     # The same words again: no new node (history would fill with copies);
                     # the fact gains trust and counts as used.
                     conn.execute(
@@ -195,7 +200,7 @@ class Writer:
                     return int(str(old_rid)), str(old_id)
             for _, old_id, old_value, old_conf, old_from, _ in live:
                 superseded.append((str(old_id), created))
-                if str(old_value or "").casefold() == (fact_value or "").casefold():
+                if _same_value(old_value, fact_value):
                     # A restatement confirms the fact: it keeps its start and gains trust.
                     confidence = max(confidence, min(1.0, float(old_conf) + CONFIRM_STEP))  # type: ignore[arg-type]
                     if old_from is not None:
