@@ -73,11 +73,6 @@ class AsyncMemory:
     def namespace(self) -> str:
         return self.memory.namespace
 
-    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        call = functools.partial(fn, *args, **kwargs)
-        return await loop.run_in_executor(self.memory.engine.executor, call)
-
     async def close(self) -> None:
         """Let go of the file; calls still running finish first (off the event loop)."""
         if self._owns:
@@ -96,7 +91,8 @@ def _coroutine(name: str) -> Callable[..., Awaitable[Any]]:
 
     @functools.wraps(sync)
     async def method(self: AsyncMemory, *args: Any, **kwargs: Any) -> Any:
-        return await self._run(getattr(self.memory, name), *args, **kwargs)
+        return await self.memory.engine.run_async(getattr(self.memory, name), *args,
+                                                  **kwargs)
 
     return method
 

@@ -14,7 +14,9 @@ of caches, however many namespaces they work in.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -22,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 from remd.caches import Caches
 from remd.config import Config
@@ -29,6 +32,8 @@ from remd.embed import Embedder, Vectors, make_embedder
 from remd.errors import StoreError
 from remd.store import Store
 from remd.tokens import TokenCounter
+
+T = TypeVar("T")
 
 Clock = Callable[[], float]
 EmbedderSpec = Embedder | None | bool
@@ -132,6 +137,12 @@ class Engine:
                     max_workers=self.config.store.max_connections,
                     thread_name_prefix="remd-async")
             return self._executor
+
+    async def run_async(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` awaited on :attr:`executor`, off the caller's event loop
+        (every async front end runs its calls this way)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
     # -- lifetime ------------------------------------------------------------------------
     def acquire(self) -> None:

@@ -4,8 +4,8 @@
 after a ``[pack ID]`` line, so the agent can report back with :class:`MemoryFeedbackTool`;
 :class:`SaveMemoryTool` saves one memory. Their argument schemas are pydantic models whose
 descriptions are written for the model that calls them. Each tool holds a :class:`Memory`
-(the caller opens and closes it); the async forms run on the engine's executor
-(:class:`remd.AsyncMemory`). They drop into LangGraph's ``create_react_agent``.
+(the caller opens and closes it); the async forms run the sync ones on the engine's executor,
+as :class:`remd.AsyncMemory` does. They drop into LangGraph's ``create_react_agent``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from remd.async_memory import AsyncMemory
 from remd.memory import Memory
 
 __all__ = ["MemoryFeedbackTool", "RecallMemoriesTool", "SaveMemoryTool", "memory_tools"]
@@ -43,13 +42,15 @@ class FeedbackArgs(BaseModel):
 
 
 class _RemdTool(BaseTool):
+    """A tool over one namespace; its async form runs the sync one on the engine's executor,
+    as :class:`remd.AsyncMemory` does."""
+
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     memory: Memory
 
-    @property
-    def _async(self) -> AsyncMemory:
-        return AsyncMemory.wrap(self.memory)
+    async def _arun(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.memory.engine.run_async(self._run, *args, **kwargs)
 
 
 def _pack_text(pack: Any) -> str:
@@ -67,9 +68,6 @@ class RecallMemoriesTool(_RemdTool):
     def _run(self, query: str, token_budget: int = 400, **_: Any) -> str:
         return _pack_text(self.memory.inject(query, token_budget))
 
-    async def _arun(self, query: str, token_budget: int = 400, **_: Any) -> str:
-        return _pack_text(await self._async.inject(query, token_budget))
-
 
 class SaveMemoryTool(_RemdTool):
     name: str = "save_memory"
@@ -82,10 +80,6 @@ class SaveMemoryTool(_RemdTool):
         node = self.memory.save(content, tags=tags)
         return f"saved memory {node.id}"
 
-    async def _arun(self, content: str, tags: list[str] | None = None, **_: Any) -> str:
-        node = await self._async.save(content, tags=tags)
-        return f"saved memory {node.id}"
-
 
 class MemoryFeedbackTool(_RemdTool):
     name: str = "memory_feedback"
@@ -96,10 +90,6 @@ class MemoryFeedbackTool(_RemdTool):
 
     def _run(self, pack_id: str, helpful: bool, **_: Any) -> str:
         result = self.memory.feedback(pack_id, helpful)
-        return f"feedback {'recorded' if result.applied else 'already given'}"
-
-    async def _arun(self, pack_id: str, helpful: bool, **_: Any) -> str:
-        result = await self._async.feedback(pack_id, helpful)
         return f"feedback {'recorded' if result.applied else 'already given'}"
 
 

@@ -19,7 +19,6 @@ Mapping, reversible:
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -113,8 +112,7 @@ class RemdStore(BaseStore):
         return out
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._root.engine.executor, self.batch, list(ops))
+        return await self._root.engine.run_async(self.batch, list(ops))
 
     # -- operations -----------------------------------------------------------------------
     def _live(self, mem: Memory, key: str | None = None) -> list[tuple[Any, ...]]:
@@ -148,18 +146,21 @@ class RemdStore(BaseStore):
             mem.save(json.dumps(dict(value), sort_keys=True, ensure_ascii=False),
                      source=_SOURCE + key)
 
-    def _namespaces(self) -> list[str]:
+    def _namespaces(self, prefix: tuple[str, ...] = ()) -> list[str]:
+        """The remd namespaces holding live store items under ``prefix``: a range of the
+        ``(namespace, status, rid)`` index ("base" itself, then "base." up to "base/", the
+        character after "."), never the other namespaces' memories."""
+        base = to_remd_namespace(prefix)
         return [str(r[0]) for r in self._root.store.query(
-            "SELECT DISTINCT namespace FROM nodes WHERE (namespace = ? OR namespace LIKE ?) "
-            "AND status = 'live' AND source LIKE ?", (ROOT, ROOT + ".%", _SOURCE + "%"))]
+            "SELECT DISTINCT namespace FROM nodes WHERE (namespace = ? OR (namespace >= ? "
+            "AND namespace < ?)) AND status = 'live' AND source LIKE ?",
+            (base, base + ".", base + "/", _SOURCE + "%"))]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = op.namespace_prefix
         found: list[tuple[float, float, SearchItem]] = []
-        for name in self._namespaces():
+        for name in self._namespaces(tuple(prefix)):
             namespace = from_remd_namespace(name)
-            if namespace[:len(prefix)] != tuple(prefix):
-                continue
             mem = Memory.bound(self._root.engine, name)
             rows = self._live(mem)
             ranked: list[tuple[float | None, tuple[Any, ...]]]

@@ -107,8 +107,8 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
     """The items of a filled pack that clear the floor (pack order kept), and why the rest
     went (None: nothing was cut).
 
-    ``unrelated`` says why the query is about nothing stored (inject decides: see
-    ``_Injector._unrelated``); then the pack is empty.
+    ``unrelated`` says why the query is about nothing stored (:func:`remd.cues.unrelated`);
+    then the pack is empty.
     """
     if not picked:
         return picked, None

@@ -120,7 +120,7 @@ def sentences(text: str) -> list[str]:
 def sentence_pieces(content: str, limit: int) -> list[str]:
     """The sentences of a memory worth a vector of their own: none for a memory of one
     sentence (its own vector is that sentence's), else its sentences of 3+ words, each after
-    the speaker of a chat header ("Caroline: ..."), at most ``limit``."""
+    the memory's chat header ("[8 May, 2023] Caroline: ..."), at most ``limit``."""
     if limit <= 0:
         return []
     stamp, speaker, body = split_header(content)

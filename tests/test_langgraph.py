@@ -56,6 +56,7 @@ def test_search_by_query_filter_and_prefix(store: RemdStore) -> None:
     hits = store.search(("users", "u1"), query="what food allergies?")
     assert hits and hits[0].key == "a" and hits[0].score is not None
     assert [h.key for h in store.search(("users",), filter={"kind": "car"})] == ["c"]
+    store.put(("users2",), "d", {"text": "a sibling namespace, not under users"})
     assert {h.key for h in store.search(("users",))} == {"a", "b", "c"}
     assert [h.key for h in store.search(("users",), limit=1, offset=0)] != []
 
