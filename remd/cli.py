@@ -23,10 +23,10 @@ from remd.exchange import iso, node_to_dict
 from remd.ingest import check_source, check_tags, check_text
 from remd.logs import configure_logging
 from remd.memory import Memory
+from remd.models import MAX_SQL_INTEGER
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MAX_INT = 2**63 - 1  # the largest count SQLite (LIMIT, integer columns) takes
 MAX_INTERVAL = 7 * 86400.0  # seconds: the longest gap between the daemon's trigger checks
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
@@ -236,7 +236,7 @@ def _print_nodes(nodes: list[Any], as_json: bool) -> None:
 
 
 @main.command()
-@click.option("-n", "n", type=click.IntRange(0, MAX_INT), default=10, show_default=True)
+@click.option("-n", "n", type=click.IntRange(0, MAX_SQL_INTEGER), default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def recent(c: Ctx, n: int, as_json: bool) -> None:
@@ -470,7 +470,7 @@ def tags() -> None:
 @tags.command("export")
 @click.option("--format", "fmt", type=click.Choice(["dot", "json"]), default="json",
               show_default=True)
-@click.option("--max-edges", type=click.IntRange(0, MAX_INT), default=None,
+@click.option("--max-edges", type=click.IntRange(0, MAX_SQL_INTEGER), default=None,
               help="Only the strongest N co-occurrence edges.")
 @pass_ctx
 def tags_export(c: Ctx, fmt: str, max_edges: int | None) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+MAX_SQL_INTEGER = 2**63 - 1  # the largest integer SQLite stores (counts, budgets, LIMIT)
+
 
 class NodeKind(StrEnum):
     EPISODIC = "episodic"

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from remd.errors import InvalidInput
-from remd.models import NodeKind
+from remd.models import MAX_SQL_INTEGER, NodeKind
 
-MAX_BUDGET = 2**63 - 1
+MAX_BUDGET = MAX_SQL_INTEGER  # the packs row stores it
 
 
 @dataclass(frozen=True, kw_only=True)
