@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
+import httpx
 import pytest
 import tiktoken
 
@@ -83,3 +84,15 @@ class Clock:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+@pytest.fixture
+def api(db_path: Path) -> Iterator[httpx.Client]:
+    """A client of a real HTTP server (remd.http on 127.0.0.1, any free port) over db_path."""
+    from tests.test_http import serve
+
+    server, host = serve(db_path)
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as client:
+        yield client
+    server.stop()
+    host.close()

@@ -12,7 +12,6 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +44,6 @@ def assert_error_shape(r: httpx.Response, status: int, kind: str) -> None:
     assert body["error"]["type"] == kind, body
     message = body["error"]["message"]
     assert message and "\n" not in message and len(message) < 300, message
-
-
-@pytest.fixture
-def api(db_path: Path) -> Iterator[httpx.Client]:
-    server, host = serve(db_path)
-    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as client:
-        yield client
-    server.stop()
-    host.close()
 
 
 # -- row 4: bodies the JSON parser cannot read -----------------------------------------------

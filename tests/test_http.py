@@ -41,15 +41,6 @@ def serve(db: Path, config: Config | None = None, *, token: str | None = None,
     return server, pool
 
 
-@pytest.fixture
-def api(db_path: Path) -> Iterator[httpx.Client]:
-    server, pool = serve(db_path)
-    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as client:
-        yield client
-    server.stop()
-    pool.close()
-
-
 def count_nodes(db: Path) -> int:
     with Memory(db, embedder=None) as m:
         return int(m.store.scalar("SELECT count(*) FROM nodes"))
