@@ -37,7 +37,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from remd.errors import InvalidInput
+from remd.errors import InvalidInput, quote
 from remd.memory import Memory
 
 __all__ = ["RemdStore", "from_remd_namespace", "to_remd_namespace"]
@@ -140,11 +140,21 @@ class RemdStore(BaseStore):
     def _put(self, namespace: tuple[str, ...], key: str,
              value: Mapping[str, Any] | None) -> None:
         mem = self._mem(namespace)
-        for row in self._live(mem, key):
-            mem.forget(str(row[0]))
+        kept = None
         if value is not None:
-            mem.save(json.dumps(dict(value), sort_keys=True, ensure_ascii=False),
-                     source=_SOURCE + key)
+            try:
+                content = json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInput(f"the value of key {quote(key)} is not JSON: {exc}") from exc
+            # The new value is saved before the old one is forgotten: a refused save loses
+            # nothing. The same words again may be the same memory (a restated fact): kept.
+            old = [str(row[0]) for row in self._live(mem, key)]
+            kept = mem.save(content, source=_SOURCE + key).id
+        else:
+            old = [str(row[0]) for row in self._live(mem, key)]
+        for node_id in old:
+            if node_id != kept:
+                mem.forget(node_id)
 
     def _namespaces(self, prefix: tuple[str, ...] = ()) -> list[str]:
         """The remd namespaces holding live store items under ``prefix``: a range of the

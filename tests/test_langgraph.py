@@ -79,3 +79,25 @@ def test_async_forms(store: RemdStore) -> None:
         assert item is not None and item.value == {"text": "async value"}
 
     asyncio.run(main())
+
+
+def test_a_refused_put_keeps_the_old_value(store: RemdStore, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    ns = ("users", "u1")
+    store.put(ns, "food", {"text": "allergic to peanuts"})
+    with pytest.raises(InvalidInput, match="not JSON"):
+        store.put(ns, "food", {"when": datetime(2025, 1, 1)})
+    with pytest.raises(InvalidInput):  # longer than a memory may be
+        store.put(ns, "food", {"text": "x" * 70_000})
+    item = store.get(ns, "food")
+    assert item is not None and item.value == {"text": "allergic to peanuts"}
+
+
+def test_putting_the_same_value_again_keeps_it(store: RemdStore) -> None:
+    ns = ("users", "u1")
+    value = {"text": "My city is Lisbon"}  # a fact: the same words are the same memory
+    store.put(ns, "city", value)
+    store.put(ns, "city", value)
+    item = store.get(ns, "city")
+    assert item is not None and item.value == value
