@@ -8,7 +8,8 @@ signatures and docstrings, so the two can't drift apart.
 
 Cancellation: cancelling an awaiting task stops the wait, not the call. The call runs on to
 its end in its thread, and each call's transactions are all or nothing, so a cancelled save
-or inject is either fully written or not at all; closing waits for calls still running.
+or inject is either fully written or not at all. When the engine closes (its last user
+lets go), calls still running finish first.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class AsyncMemory:
         return self.memory.namespace
 
     async def close(self) -> None:
-        """Let go of the file; calls still running finish first (off the event loop)."""
+        """Let go of the file (off the event loop); if this was the engine's last user, calls
+        still running finish before it closes."""
         if self._owns:
             await asyncio.to_thread(self.memory.close)
 
