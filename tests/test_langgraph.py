@@ -96,8 +96,17 @@ def test_a_refused_put_keeps_the_old_value(store: RemdStore, tmp_path: Path) -> 
 
 def test_putting_the_same_value_again_keeps_it(store: RemdStore) -> None:
     ns = ("users", "u1")
-    value = {"text": "My city is Lisbon"}  # a fact: the same words are the same memory
+    value = {"text": "My city is Lisbon"}
     store.put(ns, "city", value)
     store.put(ns, "city", value)
     item = store.get(ns, "city")
     assert item is not None and item.value == value
+
+
+def test_keys_are_independent_even_when_values_state_the_same_fact(store: RemdStore) -> None:
+    ns = ("users", "u1")
+    store.put(ns, "home", {"text": "My city is Lisbon"})
+    store.put(ns, "trip", {"text": "My city is Porto"})  # would supersede as a fact statement
+    home, trip = store.get(ns, "home"), store.get(ns, "trip")
+    assert home is not None and home.value == {"text": "My city is Lisbon"}
+    assert trip is not None and trip.value == {"text": "My city is Porto"}
