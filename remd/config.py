@@ -67,6 +67,16 @@ class EmbedConfig(_Section):
 class TagConfig(_Section):
     min_tags: int = Field(3, ge=0)
     max_tags: int = Field(8, ge=1, le=32)
+    llm: bool = Field(False, description=(
+        "tag new memories with the configured LLM (llm.base_url) after they commit; any "
+        "failure keeps the offline tags (the default tagger)"))
+    llm_vocabulary: int = Field(100, ge=0, le=1000, description=(
+        "the namespace's most used tags shown to the LLM tagger, so it reuses them"))
+    llm_timeout: float = Field(10.0, gt=0, le=600, description=(
+        "seconds the LLM tagger waits for one answer (a save waits for it)"))
+    llm_cooldown: float = Field(60.0, ge=0, le=86400, description=(
+        "after the endpoint fails (down, timeout, HTTP error), saves skip the LLM tagger for "
+        "this many seconds instead of each waiting for it"))
 
 
 class InjectConfig(_Section):
@@ -299,6 +309,16 @@ class Config(_Section):
     rem: RemConfig = RemConfig()
     llm: LLMSettings = LLMSettings()
     daemon: DaemonConfig = DaemonConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tagging_is_tags(cls, data: Any) -> Any:
+        """``[tagging]`` is another name for the ``[tags]`` section."""
+        if isinstance(data, Mapping) and "tagging" in data:
+            if "tags" in data:
+                raise ValueError("give the tags section once: [tags] or [tagging], not both")
+            data = {("tags" if k == "tagging" else k): v for k, v in data.items()}
+        return data
 
 
 def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:

@@ -24,16 +24,21 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from remd.caches import Caches
 from remd.config import Config
 from remd.embed import Embedder, Vectors, make_embedder
 from remd.errors import StoreError
+from remd.logs import get_logger
 from remd.store import Store
 from remd.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    from remd.llm_tagging import LLMTagger
+
 T = TypeVar("T")
+_log = get_logger("remd.engine")
 
 Clock = Callable[[], float]
 EmbedderSpec = Embedder | None | bool
@@ -70,6 +75,9 @@ class Engine:
         self._key: Hashable | None = None  # set by open_engine
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._tagger: LLMTagger | None = None
+        self._tagger_made = False
+        self._tagger_lock = threading.Lock()
 
     @property
     def path(self) -> str:
@@ -128,6 +136,25 @@ class Engine:
         return fresh
 
     @property
+    def tagger(self) -> LLMTagger | None:
+        """The LLM tagger (``[tags] llm``), made on first use; None when it is off or no LLM is
+        configured (that is logged once: saves keep the offline tagger)."""
+        with self._tagger_lock:
+            if not self._tagger_made:
+                self._tagger_made = True
+                cfg, llm = self.config.tags, self.config.llm
+                if cfg.llm and llm.base_url is None:
+                    _log.warning("tagging.no_llm", detail="[tags] llm is on but [llm] base_url "
+                                 "is not set: the offline tagger tags every memory")
+                elif cfg.llm:
+                    from remd.llm_tagging import LLMTagger  # openai loads only when used
+
+                    self._tagger = LLMTagger.from_settings(
+                        llm, max_tags=cfg.max_tags, timeout=cfg.llm_timeout,
+                        cooldown=cfg.llm_cooldown)
+            return self._tagger
+
+    @property
     def executor(self) -> ThreadPoolExecutor:
         """The threads that run :class:`remd.AsyncMemory`'s calls off the event loop: as many
         as the store has connections (``store.max_connections``), created on first use."""
@@ -169,6 +196,10 @@ class Engine:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True)
+        with self._tagger_lock:
+            tagger, self._tagger = self._tagger, None
+        if tagger is not None:
+            tagger.close()
         self.store.close()
 
 

@@ -140,6 +140,7 @@ class Writer:
         self.config = config
         self.counter = counter
         self._tids: dict[str, int] = {}
+        self.created: list[int] = []  # rids of the nodes this writer inserted
 
     def _known(self, names: list[str]) -> set[str]:
         if not names:
@@ -223,6 +224,7 @@ class Writer:
         ).fetchone()
         assert row is not None
         rid = int(row[0])
+        self.created.append(rid)
         conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, draft.content))
 
         self._write_tags(rid, draft, now)
@@ -243,8 +245,46 @@ class Writer:
             for name, weight in extract_tags(draft.content, known=self._known,
                                              max_tags=cfg.max_tags, min_tags=cfg.min_tags):
                 weights.setdefault(name, weight)
-        if not weights:
-            return
+        if weights:
+            self._link(rid, weights, now, [])
+
+    def retag(self, rid: int, keep: set[str], weights: dict[str, float], now: float) -> bool:
+        """Replace a memory's tags, except those named in ``keep`` (the ones its saver gave),
+        with ``weights``: the LLM tagger's answer, written after the save committed. Tag counts
+        follow; co-occurrence edges of dropped pairs lose their count (gone at zero), new pairs
+        gain one. False if the memory is no longer live (forgotten or folded meanwhile)."""
+        conn = self.conn
+        if conn.execute("SELECT 1 FROM nodes WHERE rid = ? AND status = 'live'",
+                        (rid,)).fetchone() is None:
+            return False
+        current = {str(name): int(str(tid)) for tid, name in conn.execute(
+            "SELECT t.tid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
+            "WHERE nt.rid = ?", (rid,)).fetchall()}
+        wanted = {name: w for name, w in weights.items() if name not in keep}
+        drop = [tid for name, tid in current.items() if name not in keep and name not in wanted]
+        if drop:
+            stay = [tid for tid in current.values() if tid not in drop]
+            conn.executemany("DELETE FROM node_tags WHERE rid = ? AND tid = ?",
+                             [(rid, tid) for tid in drop])
+            conn.executemany("UPDATE tags SET df = max(df - 1, 0) WHERE tid = ?",
+                             [(tid,) for tid in drop])
+            gone = [(a, b) for a in drop for b in current.values() if a != b]
+            gone += [(b, a) for a in drop for b in stay]
+            conn.executemany("UPDATE tag_edges SET count = count - 1 WHERE src = ? AND dst = ?",
+                             gone)
+            conn.executemany("DELETE FROM tag_edges WHERE src = ? AND dst = ? AND count <= 0",
+                             gone)
+        for name, w in wanted.items():
+            if name in current:
+                conn.execute("UPDATE node_tags SET weight = ? WHERE rid = ? AND tid = ?",
+                             (w, rid, current[name]))
+        fresh = {name: w for name, w in wanted.items() if name not in current}
+        if fresh:
+            self._link(rid, fresh, now, [tid for tid in current.values() if tid not in drop])
+        return True
+
+    def _link(self, rid: int, weights: dict[str, float], now: float, others: list[int]) -> None:
+        """Tag ``rid`` with ``weights`` (new to it) beside the tags ``others`` it keeps."""
         tids = [(self._tag_id(name, now), w) for name, w in weights.items()]
         self.conn.executemany(
             "INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
@@ -254,6 +294,7 @@ class Writer:
             "UPDATE tags SET df = df + 1 WHERE tid = ?", [(tid,) for tid, _ in tids]
         )
         pairs = [(a, b) for a, _ in tids for b, _ in tids if a != b]
+        pairs += [p for a, _ in tids for b in others for p in ((a, b), (b, a))]
         if pairs:
             self.conn.executemany(
                 "INSERT INTO tag_edges (src, dst, count, weight) VALUES (?, ?, 1, ?) "
@@ -298,6 +339,7 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
 
     ids: list[str] = []
     rids: list[int] = []
+    to_tag: list[tuple[int, Draft]] = []  # new nodes the LLM tagger (if on) tags after commit
     for start in range(0, len(drafts), BULK_CHUNK):
         chunk = drafts[start:start + BULK_CHUNK]
         counts = engine.counter.count_many([d.content for d in chunk])
@@ -308,8 +350,14 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
                 rid, node_id = writer.write(draft, now, n)
                 rids.append(rid)
                 ids.append(node_id)
+                if draft.auto_tags and writer.created and writer.created[-1] == rid:
+                    to_tag.append((rid, draft))
         if progress:
             progress(len(chunk))
     if embed:  # one save: its own vector; a bulk save: the namespace's whole backlog
         embed_pending(engine, namespace, rids=rids if len(drafts) == 1 else None)
+    if to_tag and engine.config.tags.llm:
+        from remd.llm_tagging import tag_with_llm  # only a configured LLM tagger pays for it
+
+        tag_with_llm(engine, namespace, to_tag)
     return ids
