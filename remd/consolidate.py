@@ -28,6 +28,7 @@ from remd import holds
 from remd.cluster import Cluster, specific_cap
 from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.ids import new_id
+from remd.lexical import index_text
 from remd.logs import get_logger
 from remd.merge import target_tokens as target_tokens  # the density target, used here
 from remd.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
@@ -218,7 +219,7 @@ class ClusterWriter:
              importance, self.engine.counter.count(content), valid_from,
              self.run_id)).fetchone()
         rid = int(row[0])
-        conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, content))
+        index_text(conn, rid, self.ns, content)
         self._tags(conn, rid, rids, answer)
         self._inherit(conn, sid, ids)  # first: the DERIVED_FROM edges below stay as they are
         conn.executemany(

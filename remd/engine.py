@@ -24,13 +24,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from remd.caches import Caches
 from remd.config import Config
 from remd.embed import Embedder, Vectors, make_embedder
 from remd.errors import StoreError
 from remd.logs import get_logger
+from remd.pgstore import is_url
 from remd.store import Store
 from remd.tokens import TokenCounter
 
@@ -55,7 +56,12 @@ class Engine:
                  clock: Clock = time.time, create: bool = True) -> None:
         self.config = config
         self.clock = clock
-        self.store = Store(path, config.store, create=create)
+        if is_url(path):
+            from remd.pgstore import PgStore  # psycopg loads only for a PostgreSQL URL
+
+            self.store = cast(Store, PgStore(str(path), config.store, create=create))
+        else:
+            self.store = Store(path, config.store, create=create)
         try:
             self.counter = TokenCounter(config.store.encoding)
             self.tokens_exact = self._token_encoding()
@@ -211,6 +217,8 @@ def _file_key(path: str | Path) -> str | None:
     """The file's identity in this process: its real path (None for ``:memory:``, which is a
     new database per connection and is never shared)."""
     text = str(path)
+    if is_url(text):
+        return text
     return None if text == ":memory:" else os.path.realpath(text)
 
 

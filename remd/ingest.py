@@ -18,6 +18,7 @@ from remd.config import Config
 from remd.errors import InvalidInput, quote
 from remd.facts import parse_facts
 from remd.ids import new_id
+from remd.lexical import index_text
 from remd.links import parse_links
 from remd.models import EdgeType, NodeKind, NodeStatus
 from remd.tagging import extract_tags, normalise_tag
@@ -157,7 +158,7 @@ class Writer:
         if tid is None:
             row = self.conn.execute(
                 "INSERT INTO tags (namespace, name, df, created_at) VALUES (?, ?, 0, ?) "
-                "ON CONFLICT (namespace, name) DO UPDATE SET df = df RETURNING tid",
+                "ON CONFLICT (namespace, name) DO UPDATE SET df = tags.df RETURNING tid",
                 (self.ns, name, now),
             ).fetchone()
             assert row is not None
@@ -225,7 +226,7 @@ class Writer:
         assert row is not None
         rid = int(row[0])
         self.created.append(rid)
-        conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, draft.content))
+        index_text(conn, rid, self.ns, draft.content)
 
         self._write_tags(rid, draft, now)
         for old_id, at in superseded:
@@ -298,8 +299,8 @@ class Writer:
         if pairs:
             self.conn.executemany(
                 "INSERT INTO tag_edges (src, dst, count, weight) VALUES (?, ?, 1, ?) "
-                "ON CONFLICT (src, dst) DO UPDATE SET count = count + 1, "
-                "weight = weight + (1.0 - weight) * ?",
+                "ON CONFLICT (src, dst) DO UPDATE SET count = tag_edges.count + 1, "
+                "weight = tag_edges.weight + (1.0 - tag_edges.weight) * ?",
                 [(a, b, NEW_EDGE_WEIGHT, COOCCUR_STEP) for a, b in pairs],
             )
 

@@ -14,7 +14,9 @@ adjusted, a deletion (a REM rollback) drops them all.
 
 from __future__ import annotations
 
+import math
 import threading
+from collections import Counter
 from typing import Any
 
 import apsw
@@ -30,6 +32,30 @@ _TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # as schema.sq
 # contractions ("don't" -> don, t).
 STOP = FUNCTION_WORDS | QUESTION_WORDS | frozenset(("s", "t", "don", "ll", "m", "re", "ve", "d"))
 _KEEP = 65_536  # counts kept per store
+# bm25 as FTS5 computes it (its defaults), for the PostgreSQL store's term index.
+_K1 = 1.2
+_B = 0.75
+
+
+def is_postgres(conn: Any) -> bool:
+    """Whether ``conn`` is the PostgreSQL store's (remd/pgstore.py) rather than SQLite's."""
+    return getattr(conn, "dialect", "sqlite") == "postgresql"
+
+
+_local: apsw.Connection | None = None
+_local_lock = threading.Lock()
+
+
+def tokenizer(conn: Any) -> Any:
+    """The index's tokenizer (porter over unicode61): the file's own on SQLite; on
+    PostgreSQL, the same FTS5 tokenizer of a private in-memory SQLite connection."""
+    if not is_postgres(conn):
+        return conn.fts5_tokenizer(*_TOKENIZER)
+    global _local
+    with _local_lock:
+        if _local is None:
+            _local = apsw.Connection(":memory:")
+        return _local.fts5_tokenizer(*_TOKENIZER)
 _ADJUST_MAX = 256  # inserts past this since the last look: drop the counts instead
 
 
@@ -76,13 +102,10 @@ class TermCounts:
         self.seq = top
 
     def _add(self, conn: apsw.Connection, rids: list[int]) -> None:
-        tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
         marks = ",".join("?" * len(rids))
         for (content,) in conn.execute(f"SELECT content FROM nodes WHERE rid IN ({marks})",
                                        rids):
-            raw = str(content).encode("utf-8")
-            tokens: list[Any] = list(tokenizer(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None))
-            stems = {t[2] for t in tokens}
+            stems = set(stem_counts(conn, str(content)))
             for key, n in self.counts.items():
                 stem, cap = key
                 if stem in stems and n <= cap:  # a count past the cap stays "past the cap"
@@ -100,9 +123,14 @@ class TermCounts:
             self.hits += 1
             return n
         self.misses += 1
-        row = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? LIMIT ?)",
-            (quoted, cap + 1)).fetchone()
+        if is_postgres(conn):
+            row = conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM node_terms WHERE stem = ? LIMIT ?) AS t",
+                (stem, cap + 1)).fetchone()
+        else:
+            row = conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? LIMIT ?)",
+                (quoted, cap + 1)).fetchone()
         n = int(row[0]) if row else 0
         if len(self.counts) >= _KEEP:
             self.counts.clear()
@@ -115,10 +143,9 @@ class TermCounts:
 def query_terms(conn: apsw.Connection, query: str, max_terms: int) -> dict[str, str]:
     """stem -> word of the query's words worth searching (stop words left out), at most
     ``max_terms``, in query order."""
-    tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
     raw = query.encode("utf-8")
     terms: dict[str, str] = {}
-    tokens: list[Any] = list(tokenizer(raw, apsw.FTS5_TOKENIZE_QUERY, None))
+    tokens: list[Any] = list(tokenizer(conn)(raw, apsw.FTS5_TOKENIZE_QUERY, None))
     for start, end, stem, *_ in tokens:
         word = raw[start:end].decode("utf-8", "replace")
         if word.lower() in STOP or stem in STOP or stem in terms:
@@ -131,9 +158,44 @@ def query_terms(conn: apsw.Connection, query: str, max_terms: int) -> dict[str, 
 
 def stems(conn: apsw.Connection, text: str) -> set[str]:
     """The index's stems of ``text`` (what a MATCH on it would see)."""
-    tokenizer = conn.fts5_tokenizer(*_TOKENIZER)
-    tokens: list[Any] = list(tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None))
-    return {t[2] for t in tokens}
+    return set(stem_counts(conn, text))
+
+
+def stem_counts(conn: Any, text: str) -> Counter[str]:
+    """Each stem of ``text`` as the index tokenises a document, with its count."""
+    tokens: list[Any] = list(tokenizer(conn)(text.encode("utf-8"),
+                                            apsw.FTS5_TOKENIZE_DOCUMENT, None))
+    return Counter(str(t[2]) for t in tokens)
+
+
+def index_text(conn: apsw.Connection, rid: int, namespace: str, content: str) -> None:
+    """Add a new memory's text to the lexical index (inside the caller's transaction)."""
+    if not is_postgres(conn):
+        conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, content))
+        return
+    counts = stem_counts(conn, content)
+    length = sum(counts.values())
+    conn.executemany("INSERT INTO node_terms (namespace, stem, rid, tf) VALUES (?, ?, ?, ?)",
+                     [(namespace, stem, rid, n) for stem, n in counts.items()])
+    conn.execute("INSERT INTO node_terms_len (rid, namespace, len) VALUES (?, ?, ?)",
+                 (rid, namespace, length))
+    conn.execute("INSERT INTO fts_stats (namespace, docs, terms) VALUES (?, 1, ?) "
+                 "ON CONFLICT (namespace) DO UPDATE SET docs = fts_stats.docs + 1, "
+                 "terms = fts_stats.terms + excluded.terms", (namespace, length))
+
+
+def unindex_text(conn: apsw.Connection, rid: int, namespace: str, content: str) -> None:
+    """Remove a memory's text from the lexical index (a REM rollback deleting a synthesis)."""
+    if not is_postgres(conn):
+        conn.execute("INSERT INTO node_fts (node_fts, rowid, content) VALUES ('delete', ?, ?)",
+                     (rid, content))
+        return
+    row = conn.execute("DELETE FROM node_terms_len WHERE rid = ? RETURNING len",
+                       (rid,)).fetchone()
+    conn.execute("DELETE FROM node_terms WHERE namespace = ? AND rid = ?", (namespace, rid))
+    if row is not None:
+        conn.execute("UPDATE fts_stats SET docs = docs - 1, terms = terms - ? "
+                     "WHERE namespace = ?", (row[0], namespace))
 
 
 def match_expression(conn: apsw.Connection, terms: dict[str, str], counts: TermCounts, *,
@@ -166,6 +228,8 @@ def search(conn: apsw.Connection, expr: str, limit: int, namespace: str | None =
     """(rid, bm25 score, higher is better) of the best ``limit`` matches, any namespace and
     status; with ``namespace``, only that namespace's live and deprecated nodes (a join per
     matching posting: for when most matches are others')."""
+    if is_postgres(conn):
+        return _bm25(conn, expr, limit, namespace)
     if namespace is None:
         rows = conn.execute("SELECT rowid, bm25(node_fts) AS s FROM node_fts "
                             "WHERE node_fts MATCH ? ORDER BY s LIMIT ?", (expr, limit))
@@ -176,3 +240,35 @@ def search(conn: apsw.Connection, expr: str, limit: int, namespace: str | None =
                             "AND n.status IN ('live', 'deprecated') ORDER BY s LIMIT ?",
                             (expr, namespace, limit))
     return [(int(rid), -float(s)) for rid, s in rows]
+
+
+def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str | None
+          ) -> list[tuple[int, float]]:
+    """FTS5's bm25 over the PostgreSQL term index, for the words of ``expr`` (their postings
+    are bounded by :func:`match_expression`): the same terms, counts and formula."""
+    words = [w[1:-1].replace('""', '"') for w in expr.split(" OR ")]
+    wanted = sorted({stem for w in words for stem in stem_counts(conn, w)})
+    if not wanted:
+        return []
+    marks = ",".join("?" * len(wanted))
+    stats = conn.execute("SELECT sum(docs), sum(terms) FROM fts_stats").fetchone()
+    docs = float(stats[0] or 0) if stats else 0.0
+    avgdl = float(stats[1] or 0) / docs if docs else 1.0
+    rows = conn.execute(
+        f"SELECT t.rid, t.stem, t.tf, l.len FROM node_terms t "
+        f"JOIN node_terms_len l ON l.rid = t.rid WHERE t.stem IN ({marks})", wanted).fetchall()
+    df = Counter(str(r[1]) for r in rows)
+    idf = {stem: max(math.log((docs - n + 0.5) / (n + 0.5)), 1e-6) for stem, n in df.items()}
+    score: dict[int, float] = {}
+    for rid, stem, count, length in rows:
+        tf = float(count)
+        norm = _K1 * (1 - _B + _B * float(length) / max(avgdl, 1e-9))
+        score[int(rid)] = score.get(int(rid), 0.0) + idf[str(stem)] * tf * (_K1 + 1) / (tf + norm)
+    if namespace is not None and score:
+        rids = list(score)
+        keep = {int(r[0]) for r in conn.execute(
+            f"SELECT rid FROM nodes WHERE namespace = ? AND status IN ('live', 'deprecated') "
+            f"AND rid IN ({','.join('?' * len(rids))})", (namespace, *rids))}
+        score = {rid: s for rid, s in score.items() if rid in keep}
+    best = sorted(score.items(), key=lambda rs: (-rs[1], rs[0]))[:limit]
+    return best

@@ -53,6 +53,7 @@ from remd.consolidate import Answer, ClusterStatus, ClusterWriter, Job, Members
 from remd.errors import Conflict, InvalidInput, LLMError, NotDenser, NotFound, RollbackRefused
 from remd.ids import new_id
 from remd.ingest import check_namespace
+from remd.lexical import unindex_text
 from remd.logs import get_logger
 from remd.merge import Embed
 from remd.models import TriggerReason
@@ -495,8 +496,7 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
             conn.execute("UPDATE tags SET df = max(df - 1, 0) WHERE tid IN "
                          "(SELECT tid FROM node_tags WHERE rid = ?)", (rid,))
             conn.execute("DELETE FROM node_tags WHERE rid = ?", (rid,))
-            conn.execute("INSERT INTO node_fts (node_fts, rowid, content) "
-                         "VALUES ('delete', ?, ?)", (rid, content))
+            unindex_text(conn, int(str(rid)), ns, str(content))
             conn.execute("DELETE FROM node_vec_bit WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM sentence_vec WHERE rid = ?", (rid,))
             conn.execute("DELETE FROM access_log WHERE rid = ?", (rid,))

@@ -301,10 +301,40 @@ def exact_scan(store: Store, namespace: str, query: npt.ArrayLike, k: int
     status), nearest first: an exact scan of the stored vectors with sqlite-vec's
     ``vec_distance_cosine``, for ``nearest(exact=True)`` (the query in the stored int8
     form)."""
+    if getattr(store, "dialect", "sqlite") == "postgresql":
+        return _exact_scan_numpy(store, namespace, query, k)
     blob = to_int8(query)[0].tobytes()
     return [(int(r), float(d)) for r, d in store.query(
         "SELECT rid, vec_distance_cosine(vec_int8(vec), vec_int8(?)) AS d FROM node_vec_bit "
         "WHERE namespace = ? ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
+
+
+_SCAN_BATCH = 8192
+
+
+def _exact_scan_numpy(store: Store, namespace: str, query: npt.ArrayLike, k: int
+                      ) -> list[tuple[int, float]]:
+    """:func:`exact_scan` where the database has no vector functions (PostgreSQL without
+    pgvector): the namespace's int8 vectors read in rid order, batch by batch, and compared
+    here, as vec_distance_cosine does (the query in the stored int8 form, ties by rid)."""
+    q = to_int8(query)[0].astype(np.float32)
+    qn = float(np.linalg.norm(q)) or 1.0
+    best: list[tuple[float, int]] = []
+    after = -1
+    while True:
+        rows = store.query("SELECT rid, vec FROM node_vec_bit WHERE namespace = ? AND rid > ? "
+                           "ORDER BY rid LIMIT ?", (namespace, after, _SCAN_BATCH))
+        if not rows:
+            break
+        after = int(rows[-1][0])
+        mat = np.frombuffer(b"".join(bytes(r[1]) for r in rows), np.int8).reshape(
+            len(rows), -1).astype(np.float32)
+        norms = np.linalg.norm(mat, axis=1)
+        norms[norms == 0] = 1.0
+        dist = 1.0 - (mat @ q) / (norms * qn)
+        best.extend((float(d), int(r[0])) for d, r in zip(dist, rows, strict=True))
+        best = sorted(best)[:k]
+    return [(rid, d) for d, rid in best]
 
 
 def unit(query: npt.ArrayLike) -> F32 | None:

@@ -1,0 +1,161 @@
+"""remd's SQL, as written for SQLite, in PostgreSQL's dialect.
+
+The engine writes its statements once, in the SQLite dialect it was built on; the PostgreSQL
+store (:mod:`remd.pgstore`) runs each through :func:`translate` (cached: the engine has a few
+hundred distinct statements). The rewrites are the handful of places where the dialects differ
+in the SQL remd actually writes:
+
+- ``?`` placeholders become ``%s`` (and a literal ``%`` becomes ``%%``), outside quotes;
+- two-argument ``max(a, b)`` / ``min(a, b)`` (scalar in SQLite) become ``GREATEST`` / ``LEAST``;
+- ``json_array(...)`` becomes ``json_build_array(...)::text``; ``ifnull`` becomes ``coalesce``;
+- ``IS NOT ?`` / ``IS ?`` become ``IS DISTINCT FROM`` / ``IS NOT DISTINCT FROM``;
+- ``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING``; ``INSERT OR REPLACE INTO t (k, ...)``
+  becomes an upsert on its first column (remd's tables put the key first);
+- ``WHERE 1`` (a filter built by appending ``AND ...``) becomes ``WHERE true``;
+- ``CROSS JOIN t ON ...`` (SQLite's join-order hint) becomes ``JOIN t ON ...``;
+- ``9e999`` (SQLite's way to write infinity) becomes ``'Infinity'::float8``.
+
+What the dialects do differently beyond SQL text (full-text search, the exact vector scan, the
+change-log triggers, the schema) is done by the PostgreSQL store and its schema, not here.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["translate"]
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OR_IGNORE = re.compile(r"\bINSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
+_OR_REPLACE = re.compile(r"\bINSERT\s+OR\s+REPLACE\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.IGNORECASE)
+_IS_NOT = re.compile(r"\bIS\s+NOT\s+\?", re.IGNORECASE)
+_IS = re.compile(r"\bIS\s+\?", re.IGNORECASE)
+_WHERE_1 = re.compile(r"\bWHERE\s+1\b(?!\s*[=<>!])", re.IGNORECASE)
+_CROSS_ON = re.compile(r"\bCROSS\s+JOIN\s+(\w+(?:\s+\w+)?)\s+ON\b", re.IGNORECASE)
+_INFINITY = re.compile(r"(?<![\w.])9e999\b")
+_RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
+
+
+def _split_args(body: str) -> list[str]:
+    """Top-level comma-separated arguments of a call's body."""
+    args, depth, start, quote = [], 0, 0, False
+    for i, ch in enumerate(body):
+        if ch == "'":
+            quote = not quote
+        elif quote:
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(body[start:i])
+            start = i + 1
+    args.append(body[start:])
+    return args
+
+
+def _close(sql: str, open_at: int) -> int:
+    """Index of the parenthesis closing the one at ``open_at``."""
+    depth, quote = 0, False
+    for i in range(open_at, len(sql)):
+        ch = sql[i]
+        if ch == "'":
+            quote = not quote
+        elif quote:
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError(f"unbalanced parentheses in SQL: {sql[:80]!r}")
+
+
+def _calls(sql: str) -> str:
+    """Rewrite the function calls whose names or meanings differ."""
+    out: list[str] = []
+    i = 0
+    quote = False
+    while i < len(sql):
+        ch = sql[i]
+        if ch == "'":
+            quote = not quote
+            out.append(ch)
+            i += 1
+            continue
+        if quote:
+            out.append(ch)
+            i += 1
+            continue
+        m = _WORD.match(sql, i)
+        if m is None:
+            out.append(ch)
+            i += 1
+            continue
+        name, end = m.group(0), m.end()
+        low = name.lower()
+        prev = sql[i - 1] if i else " "
+        if (low in ("max", "min", "json_array", "ifnull") and end < len(sql)
+                and sql[end] == "(" and prev != "."):
+            close = _close(sql, end)
+            inner = _calls(sql[end + 1:close])
+            if low == "json_array":
+                out.append(f"json_build_array({inner})::text")
+            elif low == "ifnull":
+                out.append(f"coalesce({inner})")
+            elif len(_split_args(inner)) >= 2:
+                out.append(f"{'GREATEST' if low == 'max' else 'LEAST'}({inner})")
+            else:
+                out.append(f"{name}({inner})")
+            i = close + 1
+            continue
+        out.append(name)
+        i = end
+    return "".join(out)
+
+
+def _placeholders(sql: str) -> str:
+    """``?`` -> ``%s`` outside quoted literals; every ``%`` -> ``%%`` (psycopg reads them
+    inside literals too)."""
+    out: list[str] = []
+    quote = False
+    for ch in sql:
+        if ch == "'":
+            quote = not quote
+            out.append(ch)
+        elif ch == "%":
+            out.append("%%")
+        elif ch == "?" and not quote:
+            out.append("%s")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _append_conflict(sql: str, clause: str) -> str:
+    m = _RETURNING.search(sql)
+    if m is None:
+        return sql.rstrip().rstrip(";") + " " + clause
+    return sql[:m.start()] + clause + " " + sql[m.start():]
+
+
+@lru_cache(maxsize=4096)
+def translate(sql: str) -> str:
+    """``sql`` (SQLite dialect, ``?`` placeholders) for PostgreSQL through psycopg."""
+    if _OR_IGNORE.search(sql):
+        sql = _append_conflict(_OR_IGNORE.sub("INSERT INTO", sql), "ON CONFLICT DO NOTHING")
+    m = _OR_REPLACE.search(sql)
+    if m is not None:
+        table, cols = m.group(1), [c.strip() for c in m.group(2).split(",")]
+        sets = ", ".join(f"{c} = excluded.{c}" for c in cols[1:])
+        sql = _append_conflict(sql[:m.start()] + f"INSERT INTO {table} ({m.group(2)})"
+                               + sql[m.end():], f"ON CONFLICT ({cols[0]}) DO UPDATE SET {sets}")
+    sql = _IS_NOT.sub("IS DISTINCT FROM ?", sql)
+    sql = _IS.sub("IS NOT DISTINCT FROM ?", sql)
+    sql = _WHERE_1.sub("WHERE true", sql)
+    sql = _CROSS_ON.sub(r"JOIN \1 ON", sql)
+    sql = _INFINITY.sub("'Infinity'::float8", sql)
+    return _placeholders(_calls(sql))

@@ -1,0 +1,400 @@
+"""The PostgreSQL store: the same interface as :class:`remd.store.Store`, on a server.
+
+Selected by a ``postgresql://`` (or ``postgres://``) URL wherever a file path is taken
+(``--db``, ``REMD_DB``, ``Memory(url)``). The engine's SQL is written once, in SQLite's dialect;
+:class:`PgConnection` runs each statement through :func:`remd.pgsql.translate` and offers the
+part of apsw's connection interface the engine uses (``execute`` returning a cursor,
+``executemany``, ``total_changes``, ``in_transaction``).
+
+Semantics kept from SQLite:
+
+- A write transaction is serialised with every other write transaction on the database (one
+  transaction-scoped advisory lock, taken at BEGIN): SQLite's one-writer rule, which the change
+  logs rely on (seq order = commit order; see the schema) and the write path's read-then-write
+  steps (fact supersession, tag counts) assume. Reads never wait for it.
+- ``snapshot()`` is a REPEATABLE READ transaction: several reads see one state.
+- Named migrations (remd/pg_migrations/), with the same refusal of a newer schema.
+
+Connections come from a psycopg_pool pool of ``store.max_connections`` per process, leased to
+a thread for the outermost block as the SQLite store does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from importlib import resources
+from typing import TYPE_CHECKING, Any, cast
+
+from remd.config import StoreConfig
+from remd.errors import (
+    DatabaseLocked,
+    InvalidInput,
+    PoolExhausted,
+    ReadOnlyStore,
+    SchemaVersionError,
+    StoreError,
+)
+from remd.logs import get_logger
+from remd.pgsql import translate
+
+if TYPE_CHECKING:
+    import apsw
+    import psycopg
+
+log = get_logger("remd.pgstore")
+
+URL_PREFIXES = ("postgresql://", "postgres://")
+WRITE_LOCK = 0x72656D64  # "remd": the advisory lock every write transaction holds
+PG_MIGRATIONS: tuple[str, ...] = ("0001_initial",)
+LOG_KEEP = 65_536
+_LOG_STEP = 4096
+
+
+def is_url(path: object) -> bool:
+    """Whether ``path`` names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(path, str) and path.startswith(URL_PREFIXES)
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    import psycopg.conninfo
+
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error:
+        return url.split("@")[-1]
+    if "password" in params:
+        params["password"] = "***"
+    host = params.get("host", "")
+    return f"postgresql://{params.get('user', '')}@{host}/{params.get('dbname', '')}"
+
+
+def _migration_sql(name: str) -> str:
+    return (resources.files("remd") / "pg_migrations" / f"{name}.sql").read_text(
+        encoding="utf-8")
+
+
+class _Cursor:
+    """What apsw's cursor gives the engine: fetchall, fetchone, iteration."""
+
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        self._rows = rows
+        self._at = 0
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self._rows = self._rows[self._at:], []
+        return rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while self._at < len(self._rows):
+            self._at += 1
+            yield self._rows[self._at - 1]
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, bool):  # apsw binds a bool as an integer; PostgreSQL would type it boolean
+        return int(v)
+    if isinstance(v, str) and "\x00" in v:  # SQLite text can hold NUL, PostgreSQL's can't
+        raise InvalidInput("text can't contain a NUL character (U+0000)")
+    return v
+
+
+def _params(params: Any) -> Any:
+    if isinstance(params, dict):
+        return {k: _value(v) for k, v in params.items()}
+    return [_value(v) for v in params]
+
+
+class PgConnection:
+    """A pooled psycopg connection speaking to the engine as an apsw connection does."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+        self.raw = conn
+        self.url = url
+        self.changes = 0
+
+    @property
+    def in_transaction(self) -> bool:
+        import psycopg.pq
+
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def total_changes(self) -> int:
+        return self.changes
+
+    def execute(self, sql: str, params: Any = ()) -> _Cursor:
+        import psycopg
+
+        try:
+            with self.raw.cursor() as cur:
+                cur.execute(translate(sql), _params(params) if params else None)
+                self.changes += max(cur.rowcount, 0) if cur.description is None else 0
+                return _Cursor(cur.fetchall() if cur.description is not None else [])
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+        except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
+            raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+
+    def executemany(self, sql: str, seq: Any) -> None:
+        import psycopg
+
+        rows = [_params(p) for p in seq]
+        if not rows:
+            return
+        try:
+            with self.raw.cursor() as cur:
+                cur.executemany(translate(sql), rows)
+                self.changes += max(cur.rowcount, 0)
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+
+    def script(self, sql: str) -> None:
+        """Run several statements as they are (schema files: no translation)."""
+        import psycopg
+
+        try:
+            self.raw.execute(cast(Any, sql))
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+
+
+def wrap(exc: Exception, url: str) -> Exception:
+    """Turn a psycopg error into the StoreError a caller can act on."""
+    import psycopg.errors as e
+
+    where = redact(url)
+    if isinstance(exc, e.LockNotAvailable | e.DeadlockDetected | e.SerializationFailure):
+        return DatabaseLocked(f"database {where!r} is busy: {exc.__class__.__name__}")
+    if isinstance(exc, e.ReadOnlySqlTransaction | e.InsufficientPrivilege):
+        return ReadOnlyStore(f"database {where!r} is read-only for this user")
+    if isinstance(exc, e.UntranslatableCharacter | e.CharacterNotInRepertoire):
+        return InvalidInput(f"value can't be stored in {where!r}: {exc}")
+    if isinstance(exc, e.DiskFull):
+        return StoreError(f"database {where!r}: disk is full")
+    if isinstance(exc, e.OperationalError):
+        return StoreError(f"cannot use database {where!r}: {str(exc).strip()[:200]}")
+    return StoreError(f"database {where!r}: {str(exc).strip()[:300]}")
+
+
+class PgStore:
+    """A PostgreSQL database through a bounded pool; the interface of :class:`Store`."""
+
+    def __init__(self, url: str, config: StoreConfig, *, create: bool = True) -> None:
+        from psycopg.types.numeric import FloatLoader
+        from psycopg_pool import ConnectionPool
+
+        self.path = url
+        self.config = config
+        self.create = create
+        self.dialect = "postgresql"
+        self._local = threading.local()
+        self._savepoints = itertools.count()
+        self._closed = False
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            # sum()/avg() of integers are numeric: the engine computes with floats.
+            conn.adapters.register_loader("numeric", FloatLoader)
+
+        try:
+            self._pool = ConnectionPool(
+                url, min_size=0, max_size=config.max_connections, open=True,
+                kwargs={"autocommit": True}, configure=configure,
+                timeout=config.pool_wait_ms / 1000, name="remd")
+        except Exception as exc:  # a malformed URL
+            raise StoreError(f"cannot use database {redact(url)!r}: {exc}") from exc
+        try:
+            self.migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    # -- the pool -----------------------------------------------------------------------
+    @property
+    def conn(self) -> apsw.Connection:
+        held = getattr(self._local, "conn", None)
+        if held is None:
+            raise StoreError("no connection is held by this thread (use Store.connection())")
+        return cast("apsw.Connection", held)
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[apsw.Connection]:
+        """A connection leased to this thread for the block (the held one when nested).
+        Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
+        import psycopg
+        import psycopg_pool
+
+        held: PgConnection | None = getattr(self._local, "conn", None)
+        if held is not None:
+            yield cast("apsw.Connection", held)
+            return
+        if self._closed:
+            raise StoreError(f"database {redact(self.path)!r} is closed")
+        try:
+            raw = self._pool.getconn()
+        except psycopg_pool.PoolTimeout as exc:
+            raise PoolExhausted(
+                f"all {self.config.max_connections} connections to {redact(self.path)!r} are "
+                f"in use (waited {self.config.pool_wait_ms} ms); retry later") from exc
+        except psycopg.Error as exc:
+            raise wrap(exc, self.path) from exc
+        conn = PgConnection(raw, self.path)
+        self._local.conn, self._local.depth = conn, 0
+        try:
+            yield cast("apsw.Connection", conn)
+        finally:
+            self._local.conn = None
+            if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
+                with contextlib.suppress(Exception):
+                    raw.execute("ROLLBACK")
+            self._pool.putconn(raw)
+
+    # -- transactions -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[apsw.Connection]:
+        """BEGIN + the write lock ... COMMIT; a SAVEPOINT when nested; rollback on error."""
+        with self.connection() as held:
+            conn = cast(PgConnection, held)
+            local = self._local
+            if local.depth:
+                name = f"remd_sp{next(self._savepoints)}"
+                conn.execute(f"SAVEPOINT {name}")
+                local.depth += 1
+                try:
+                    yield held
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    conn.execute(f"RELEASE SAVEPOINT {name}")
+                    raise
+                else:
+                    conn.execute(f"RELEASE SAVEPOINT {name}")
+                finally:
+                    local.depth -= 1
+                return
+            conn.execute("BEGIN")
+            local.depth = 1
+            try:
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+                yield held
+            except BaseException:
+                _rollback(conn)
+                raise
+            else:
+                try:
+                    self._prune_logs(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    _rollback(conn)
+                    raise
+            finally:
+                local.depth = 0
+
+    @staticmethod
+    def _prune_logs(conn: PgConnection) -> None:
+        for table in ("tag_log", "node_log"):
+            row = conn.execute(f"SELECT max(seq), min(seq) FROM {table}").fetchone()
+            if row is not None and row[0] is not None and row[0] - row[1] >= LOG_KEEP + _LOG_STEP:
+                conn.execute(f"DELETE FROM {table} WHERE seq < ?", (row[0] - LOG_KEEP,))
+
+    # -- reads --------------------------------------------------------------------------
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[apsw.Connection]:
+        """A REPEATABLE READ transaction: several reads that see one state."""
+        with self.connection() as held:
+            conn = cast(PgConnection, held)
+            local = self._local
+            if local.depth:
+                yield held
+                return
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            local.depth = 1
+            try:
+                yield held
+            finally:
+                local.depth = 0
+                _rollback(conn)
+
+    # -- schema -------------------------------------------------------------------------
+    def applied(self) -> list[str]:
+        with self.connection() as held:
+            return self._recorded(cast(PgConnection, held))
+
+    @staticmethod
+    def _recorded(conn: PgConnection) -> list[str]:
+        if not conn.execute("SELECT to_regclass('remd_migrations') IS NOT NULL").fetchone()[0]:  # type: ignore[index]
+            return []
+        return [str(r[0]) for r in conn.execute("SELECT name FROM remd_migrations ORDER BY seq")]
+
+    def schema_version(self) -> int:
+        return len(self.applied())
+
+    def migrate(self) -> None:
+        """Apply the migrations the database lacks; refuse a newer one (SchemaVersionError)
+        and a database that holds tables but is not remd's (StoreError)."""
+        with self.connection() as held:
+            conn = cast(PgConnection, held)
+            if not self._pending(self._recorded(conn)):
+                return
+            if not self.create and not self._recorded(conn):
+                raise StoreError(f"no remd database at {redact(self.path)!r}")
+            with self.transaction():
+                done = self._recorded(conn)
+                todo = self._pending(done)
+                if not todo:
+                    return
+                if not done and conn.execute(
+                        "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+                        ).fetchone()[0]:  # type: ignore[index]
+                    raise StoreError(f"{redact(self.path)!r} has tables but is not a remd "
+                                     "database")
+                for name in todo:
+                    conn.script(_migration_sql(name))
+                    conn.execute("INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
+                                 (name, datetime.now(UTC).isoformat(timespec="seconds")))
+                conn.execute(
+                    "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (str(len(PG_MIGRATIONS)),))
+
+    def _pending(self, done: Sequence[str]) -> list[str]:
+        unknown = [name for name in done if name not in PG_MIGRATIONS]
+        if unknown:
+            raise SchemaVersionError(
+                f"database {redact(self.path)!r} has migration {unknown[0]!r} ({len(done)} in "
+                f"all), newer than this remd ({len(PG_MIGRATIONS)}); upgrade remd")
+        return [name for name in PG_MIGRATIONS if name not in done]
+
+    def close(self) -> None:
+        self._closed = True
+        self._pool.close()
+
+
+def _rollback(conn: PgConnection) -> None:
+    if conn.in_transaction:
+        with contextlib.suppress(Exception):
+            conn.raw.execute("ROLLBACK")
