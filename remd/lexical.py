@@ -251,10 +251,10 @@ def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str | None
     if not wanted:
         return []
     marks = ",".join("?" * len(wanted))
-    stats = conn.execute("SELECT sum(docs), sum(terms) FROM fts_stats").fetchone()
-    docs = float(stats[0] or 0) if stats else 0.0
+    stats = conn.execute("SELECT sum(docs), sum(terms) FROM fts_stats").fetchone() or (0, 0)
+    docs = float(stats[0] or 0)
     avgdl = float(stats[1] or 0) / docs if docs else 1.0
-    rows = conn.execute(
+    rows: list[Any] = conn.execute(
         f"SELECT t.rid, t.stem, t.tf, l.len FROM node_terms t "
         f"JOIN node_terms_len l ON l.rid = t.rid WHERE t.stem IN ({marks})", wanted).fetchall()
     df = Counter(str(r[1]) for r in rows)
