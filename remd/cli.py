@@ -24,6 +24,7 @@ from remd.ingest import check_source, check_tags, check_text
 from remd.logs import configure_logging
 from remd.memory import Memory
 from remd.models import MAX_SQL_INTEGER
+from remd.pgstore import is_url, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,6 +78,14 @@ class Ctx:
     def memory(self, *, create: bool = False, **kwargs: Any) -> Memory:
         """The Memory of the command. Only commands that create the file (``create``) may
         open one that does not exist: a typo in --db is an error, not a new empty file."""
+        if is_url(self.db):  # PostgreSQL: a database without remd's tables is "no such"
+            try:
+                return Memory(self.db, self.namespace, config=self.config, create=create,
+                              **kwargs)
+            except StoreError as exc:
+                if "no remd database" in str(exc):
+                    raise StoreError(f"no such database: {redact(self.db)}") from exc
+                raise
         if not create and not os.path.exists(self.db):
             raise StoreError(f"no such database: {self.db}")
         return Memory(self.db, self.namespace, config=self.config, **kwargs)

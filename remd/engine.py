@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from remd.caches import Caches
 from remd.config import Config
@@ -32,7 +32,7 @@ from remd.embed import Embedder, Vectors, make_embedder
 from remd.errors import StoreError
 from remd.logs import get_logger
 from remd.pgstore import is_url
-from remd.store import Store
+from remd.store import open_store
 from remd.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -56,12 +56,7 @@ class Engine:
                  clock: Clock = time.time, create: bool = True) -> None:
         self.config = config
         self.clock = clock
-        if is_url(path):
-            from remd.pgstore import PgStore  # psycopg loads only for a PostgreSQL URL
-
-            self.store = cast(Store, PgStore(str(path), config.store, create=create))
-        else:
-            self.store = Store(path, config.store, create=create)
+        self.store = open_store(path, config.store, create=create)
         try:
             self.counter = TokenCounter(config.store.encoding)
             self.tokens_exact = self._token_encoding()

@@ -80,9 +80,10 @@ def feedback(engine: Engine, namespace: str, pack_id: str,
             # Both tags must still be this namespace's (a merge may have removed one).
             updated += conn.execute(
                 "UPDATE tag_edges SET weight = max(?, (1.0 - ?) * weight + ? * ?) "
-                "WHERE src = ?5 AND dst = ?6 "
-                "AND EXISTS (SELECT 1 FROM tags WHERE tid = ?5 AND namespace = ?7) "
-                "RETURNING 1", (MIN_WEIGHT, eta, eta, target, src, dst, ns)).fetchone() is not None
+                "WHERE src = ? AND dst = ? "
+                "AND EXISTS (SELECT 1 FROM tags WHERE tid = ? AND namespace = ?) "
+                "RETURNING 1", (MIN_WEIGHT, eta, eta, target, src, dst, src, ns)
+            ).fetchone() is not None
         conn.execute("INSERT INTO feedback (pack_id, accepted, at) VALUES (?, ?, ?)",
                      (pack_id, target, now))
     return FeedbackResult(pack_id=pack_id, accepted=target, edges_updated=updated, applied=True)

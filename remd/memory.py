@@ -65,11 +65,12 @@ class Memory:
         embedder: Embedder | None | bool = True,
         clock: Callable[[], float] = time.time,
         engine: Engine | None = None,
+        create: bool = True,
     ) -> None:
         self.namespace = check_namespace(namespace)
         if engine is None:
             engine = open_engine(path, config if config is not None else Config(),
-                                 embedder=embedder, clock=clock)
+                                 embedder=embedder, clock=clock, create=create)
             self._owns_engine = True
         else:  # a front end's engine, shared by its requests: it closes it itself
             self._owns_engine = False

@@ -194,6 +194,7 @@ class PgStore:
     """A PostgreSQL database through a bounded pool; the interface of :class:`Store`."""
 
     def __init__(self, url: str, config: StoreConfig, *, create: bool = True) -> None:
+        import psycopg
         from psycopg.types.numeric import FloatLoader
         from psycopg_pool import ConnectionPool
 
@@ -205,14 +206,20 @@ class PgStore:
         self._savepoints = itertools.count()
         self._closed = False
 
+        self.opened = 0  # connections opened so far (at most max_connections at once)
+
         def configure(conn: psycopg.Connection[Any]) -> None:
+            self.opened += 1
             # sum()/avg() of integers are numeric: the engine computes with floats.
             conn.adapters.register_loader("numeric", FloatLoader)
 
         try:
             self._pool = ConnectionPool(
                 url, min_size=0, max_size=config.max_connections, open=True,
-                kwargs={"autocommit": True}, configure=configure,
+                # Client-side binding: a parameter's type never has to be inferred (SQLite
+                # never asks), and one round trip per statement.
+                kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor},
+                configure=configure,
                 timeout=config.pool_wait_ms / 1000, name="remd")
         except Exception as exc:  # a malformed URL
             raise StoreError(f"cannot use database {redact(url)!r}: {exc}") from exc

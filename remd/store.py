@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import sqlite_vec
@@ -542,6 +542,16 @@ class Store:
                 conn.close()
         if self.checkpointer is not None:
             self.checkpointer.close()
+
+
+def open_store(path: str | Path, config: StoreConfig, *, create: bool = True) -> Store:
+    """The store of ``path``: a SQLite file, or the PostgreSQL database a ``postgresql://``
+    URL names (remd/pgstore.py, which offers the same interface)."""
+    from remd.pgstore import PgStore, is_url  # psycopg loads only for a URL
+
+    if is_url(path):
+        return cast(Store, PgStore(str(path), config, create=create))
+    return Store(path, config, create=create)
 
 
 def _rollback(conn: apsw.Connection) -> None:

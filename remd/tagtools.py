@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import apsw
 
 from remd.errors import Conflict, InvalidInput, NotFound, quote
-from remd.models import Node
+from remd.models import MAX_SQL_INTEGER, Node
 from remd.nodes import NODE_COLUMNS, from_rows
 from remd.tagging import normalise_tag
 
@@ -45,7 +45,7 @@ def _need(conn: apsw.Connection, namespace: str, raw: str) -> tuple[int, str]:
 def _ensure(conn: apsw.Connection, namespace: str, name: str, now: float) -> int:
     row = conn.execute(
         "INSERT INTO tags (namespace, name, df, created_at) VALUES (?, ?, 0, ?) "
-        "ON CONFLICT (namespace, name) DO UPDATE SET df = df RETURNING tid",
+        "ON CONFLICT (namespace, name) DO UPDATE SET df = tags.df RETURNING tid",
         (namespace, name, now)).fetchone()
     assert row is not None
     return int(row[0])
@@ -275,22 +275,24 @@ def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
         conn.execute(
             "INSERT INTO node_tags (tid, rid, weight) SELECT ?, rid, weight FROM node_tags "
             "WHERE tid = ? ON CONFLICT (tid, rid) DO UPDATE SET "
-            "weight = max(weight, excluded.weight)", (d, s))
+            "weight = max(node_tags.weight, excluded.weight)", (d, s))
         conn.execute("DELETE FROM node_tags WHERE tid = ?", (s,))
         # Re-point src's edges to dst in both directions; an edge dst already has is combined.
         conn.execute(
             "INSERT INTO tag_edges (src, dst, count, weight) SELECT ?, dst, count, weight "
             "FROM tag_edges WHERE src = ? AND dst NOT IN (?, ?) ON CONFLICT (src, dst) DO "
-            "UPDATE SET count = count + excluded.count, weight = max(weight, excluded.weight)",
-            (d, s, s, d))
+            "UPDATE SET count = tag_edges.count + excluded.count, "
+            "weight = max(tag_edges.weight, excluded.weight)", (d, s, s, d))
         conn.execute(
             "INSERT INTO tag_edges (src, dst, count, weight) SELECT src, ?, count, weight "
             "FROM tag_edges WHERE dst = ? AND src NOT IN (?, ?) ON CONFLICT (src, dst) DO "
-            "UPDATE SET count = count + excluded.count, weight = max(weight, excluded.weight)",
-            (d, s, s, d))
+            "UPDATE SET count = tag_edges.count + excluded.count, "
+            "weight = max(tag_edges.weight, excluded.weight)", (d, s, s, d))
         conn.execute("DELETE FROM tag_edges WHERE src = ? OR dst = ?", (s, s))
-        conn.execute("UPDATE OR IGNORE tag_parents SET child = ? WHERE child = ?", (d, s))
-        conn.execute("UPDATE OR IGNORE tag_parents SET parent = ? WHERE parent = ?", (d, s))
+        conn.execute("INSERT INTO tag_parents (child, parent) SELECT ?, parent FROM tag_parents "
+                     "WHERE child = ? ON CONFLICT DO NOTHING", (d, s))
+        conn.execute("INSERT INTO tag_parents (child, parent) SELECT child, ? FROM tag_parents "
+                     "WHERE parent = ? ON CONFLICT DO NOTHING", (d, s))
         conn.execute("DELETE FROM tag_parents WHERE child = ? OR parent = ? OR child = parent",
                      (s, s))
         if _in_cycle(conn, d):
@@ -322,7 +324,7 @@ def export_tag_graph(engine: Engine, ns: str, format: Literal["dot", "json"] = "
             "SELECT s.name, d.name, e.weight, e.count FROM tag_edges e "
             "JOIN tags s ON s.tid = e.src JOIN tags d ON d.tid = e.dst "
             "WHERE s.namespace = ? ORDER BY e.weight DESC, s.name, d.name LIMIT ?",
-            (ns, -1 if max_edges is None else max_edges))]
+            (ns, MAX_SQL_INTEGER if max_edges is None else max_edges))]
         parents = [(str(c), str(p)) for c, p in conn.execute(
             "SELECT c.name, p.name FROM tag_parents tp JOIN tags c ON c.tid = tp.child "
             "JOIN tags p ON p.tid = tp.parent WHERE c.namespace = ? ORDER BY c.name, p.name",

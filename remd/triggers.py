@@ -136,7 +136,7 @@ def _measure(conn: apsw.Connection, cfg: TriggerConfig, at: float,
     for ns, packs, mean in conn.execute(
             f"WITH recent AS (SELECT pack_id, namespace FROM (SELECT pack_id, namespace, "
             f"row_number() OVER (PARTITION BY namespace ORDER BY created_at DESC) AS n "
-            f"FROM packs WHERE created_at <= ? {only}) WHERE n <= ?) "
+            f"FROM packs WHERE created_at <= ? {only}) AS ranked WHERE n <= ?) "
             "SELECT r.namespace, count(DISTINCT r.pack_id), avg(i.importance) FROM recent r "
             "LEFT JOIN pack_items i ON i.pack_id = r.pack_id GROUP BY r.namespace",
             (at, *args, cfg.retrieval_window_packs)):

@@ -16,7 +16,16 @@ import tiktoken
 
 from remd import Config, Memory
 
-pytest_plugins = ["tests.llm_server"]
+pytest_plugins = ["tests.llm_server", "tests.pg_server"]
+
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test of a module marked ``pytest.mark.backends`` that uses ``db_path`` runs once per
+    backend: ``db_path`` is then a SQLite file or an empty PostgreSQL database's URL."""
+    if "db_path" in metafunc.fixturenames and metafunc.definition.get_closest_marker("backends"):
+        metafunc.parametrize("backend", BACKENDS)
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +62,21 @@ def stock_tiktoken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tiktok
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
+def backend() -> str:
+    return "sqlite"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Path:
+    """Where the test's database is: a file in tmp_path, or (the postgres arm of a module
+    marked ``backends``) a fresh schema on the suite's PostgreSQL server, as a URL (typed as
+    a Path for the tests' sake: it is a str)."""
+    if backend == "postgres":
+        marker = request.node.get_closest_marker("sqlite_only")
+        if marker is not None:
+            pytest.skip(f"SQLite only: {marker.args[0] if marker.args else 'a file property'}")
+        server = request.getfixturevalue("pg_server")
+        return server.fresh_url()  # type: ignore[no-any-return]
     return tmp_path / "agent.db"
 
 

@@ -14,6 +14,8 @@ from remd.async_memory import METHODS
 from remd.errors import InvalidInput, NotFound
 from remd.tokens import TokenCounter
 
+pytestmark = pytest.mark.backends
+
 
 def test_every_method_is_a_coroutine_with_memorys_signature() -> None:
     for name in METHODS:

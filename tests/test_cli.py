@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from remd.cli import main
 from tests.llm_server import refused_base_url
 
+pytestmark = pytest.mark.backends
+
 REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
 
 

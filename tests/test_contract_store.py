@@ -13,6 +13,8 @@ from remd import Memory
 from remd.cli import main
 from remd.errors import InvalidInput, NotFound
 
+pytestmark = pytest.mark.backends
+
 NOW = 1_750_000_000.0  # 2025-06-15
 
 

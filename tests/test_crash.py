@@ -21,6 +21,8 @@ from tests.crash_rem import MODES, Baseline, CrashLoop, EchoLLM, Zygote, build_d
 from tests.test_daemon import Served
 from tests.test_rem import NOW
 
+pytestmark = pytest.mark.backends
+
 ROOT = Path(__file__).parent.parent
 
 

@@ -15,6 +15,8 @@ from remd.errors import PoolExhausted
 from remd.triggers import evaluate, evaluate_all
 from tests.helpers import hogged
 
+pytestmark = pytest.mark.backends
+
 NOW = 1_750_000_000.0
 DAY = 86400.0
 

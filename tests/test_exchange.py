@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from remd import InvalidInput, Memory, NodeStatus
 
+pytestmark = pytest.mark.backends
+
 
 def _seed(m: Memory) -> None:
     a = m.save("My city is Bangalore", source="chat")

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from remd.errors import InvalidInput
 from remd.facts import MAX_VALUE_LEN, FactStatement, parse_facts
 
+pytestmark = pytest.mark.backends
+
 # (text, key, value, change)
 POSITIVE = [
     # The memorylens seed's two patterns.

@@ -12,6 +12,8 @@ from remd import Config, InvalidInput, Memory, NotFound
 from remd.cli import main
 from remd.config import InjectConfig
 
+pytestmark = pytest.mark.backends
+
 TEXTS = [
     "Peanut butter sandwiches for lunch on school days",
     "I'm allergic to peanuts, keep an epinephrine pen nearby",

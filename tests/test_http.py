@@ -27,6 +27,8 @@ from remd.tokens import TokenCounter
 from tests.helpers import hogged
 from tests.test_daemon import Served
 
+pytestmark = pytest.mark.backends
+
 TOKEN = "s3cret-token-7a1f0c"
 
 
@@ -174,6 +176,7 @@ def test_bad_json_and_oversized_bodies(db_path: Path) -> None:
     assert count_nodes(db_path) == 0
 
 
+@pytest.mark.sqlite_only("SQLite's write lock")
 def test_a_locked_database_answers_503_with_retry_after(db_path: Path) -> None:
     config = load_config(env={}, overrides={"store": {"busy_timeout_ms": 0, "lock_retries": 0}})
     Memory(db_path, embedder=None).close()  # the schema exists before the lock is taken

@@ -21,6 +21,8 @@ from remd.importance import (
 )
 from tests.conftest import Clock
 
+pytestmark = pytest.mark.backends
+
 YEAR = 365 * DAY
 
 

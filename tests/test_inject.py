@@ -24,6 +24,8 @@ from remd.vectors import to_int8
 from tests.conftest import Clock
 from tests.helpers import knn
 
+pytestmark = pytest.mark.backends
+
 DAY = 86400.0
 FOOD = "I'm allergic to peanuts and I prefer dark chocolate"
 FLIGHT = "Our flight to Lisbon departs from gate twelve at dawn"
@@ -276,6 +278,7 @@ def test_bit_knn_matches_exact_cosine_on_real_embeddings(db_path: Path) -> None:
         assert hits / (5 * len(queries)) >= 0.9
 
 
+@pytest.mark.sqlite_only("sqlite_master and vec0")
 def test_each_vector_is_stored_once(mem: Memory) -> None:
     mem.save_many(DISTRACTORS)
     names = {r[0] for r in mem.store.query("SELECT name FROM sqlite_master")}
@@ -301,6 +304,7 @@ def test_index_catches_late_embeddings(db_path: Path) -> None:
                 } >= {rid_a}  # type: ignore[union-attr]
 
 
+@pytest.mark.sqlite_only("SQLite migrations")
 def test_migration_keeps_every_vector_once_in_a_file_of_the_previous_schema(
         db_path: Path) -> None:
     """A file as the previous release made it (migrations up to 0007: vectors in vec0's
@@ -532,6 +536,7 @@ def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
     assert work[1] <= 1.2 * work[0] + 500, work
 
 
+@pytest.mark.sqlite_only("SQLite migrations")
 def test_migration_0004_marks_the_dead_rows_of_an_existing_file(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file written by the previous schema (no node_tags.live) with superseded and forgotten

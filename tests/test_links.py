@@ -10,6 +10,8 @@ from remd.errors import InvalidInput
 from remd.links import MAX_CONTEXT, Link, parse_links
 from remd.models import EdgeType
 
+pytestmark = pytest.mark.backends
+
 S, E, C, D, M = (EdgeType.SUPERSEDES, EdgeType.EXTENDS, EdgeType.CONTRADICTS,
                  EdgeType.DEPENDS_ON, EdgeType.MENTIONS)
 

@@ -3,14 +3,17 @@ subprocess over a real file."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -19,6 +22,8 @@ from remd import Memory
 from remd.cli import main
 from remd.mcp_server import find_contradictions
 from remd.tokens import TokenCounter
+
+pytestmark = pytest.mark.backends
 
 TOOLS = {"save_memory", "inject_memories", "memory_feedback", "memory_history",
          "find_contradictions"}
@@ -30,13 +35,22 @@ def params(db: Path, *extra: str) -> StdioServerParameters:
         args=["-c", "import sys; from remd.cli import main; sys.exit(main())",
               "--db", str(db), *extra, "mcp"],
         env={k: v for k, v in os.environ.items() if k.startswith(("REMD_", "TIKTOKEN", "XDG"))},
-        cwd=str(db.parent))
+        cwd=str(_workdir(db)))
+
+
+def _workdir(db: Path) -> Path:
+    """The file's directory; for a PostgreSQL URL, a temporary one of its own."""
+    if isinstance(db, Path):
+        return db.parent
+    where = Path(tempfile.gettempdir()) / f"remd-mcp-{hashlib.sha1(db.encode()).hexdigest()[:12]}"
+    where.mkdir(exist_ok=True)
+    return where
 
 
 def session(db: Path, body: Callable[[Client], Awaitable[None]], *extra: str) -> None:
     async def main_() -> None:
         # The server's stderr (its logs) goes to a file the test reads afterwards.
-        with open(db.parent / "mcp-stderr.log", "w") as errlog:  # noqa: ASYNC230
+        with open(_workdir(db) / "mcp-stderr.log", "w") as errlog:  # noqa: ASYNC230
             transport = stdio_client(params(db, *extra), errlog=errlog)
             async with Client(transport, read_timeout_seconds=120) as client:
                 await body(client)
@@ -130,7 +144,7 @@ def test_tool_errors_are_reported_to_the_model_and_store_nothing(db_path: Path) 
     session(db_path, body, "--namespace", "agent1")
     with Memory(db_path, "agent1", embedder=None) as m:
         assert m.stats().nodes == 0
-    log = (db_path.parent / "mcp-stderr.log").read_text()
+    log = (_workdir(db_path) / "mcp-stderr.log").read_text()
     assert all(json.loads(line) for line in log.splitlines() if line.strip().startswith("{"))
 
 

@@ -9,6 +9,8 @@ from remd.config import StoreConfig
 from remd.tokens import get_encoding
 from tests.conftest import Clock
 
+pytestmark = pytest.mark.backends
+
 
 def _dump(m: Memory) -> list[tuple[object, ...]]:
     return m.store.query("SELECT id, namespace, content, status, confidence FROM nodes "

@@ -31,6 +31,7 @@ from remd.cli import main
 from remd.consolidate import target_tokens
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
+from remd.pgstore import is_url
 from remd.rem import ClusterOutcome, get_run
 from remd.synthesis import LLMSynthesiser
 from remd.text import find_dates
@@ -38,6 +39,8 @@ from remd.tokens import TokenCounter
 from tests.conftest import Clock
 from tests.helpers import KeepAll
 from tests.llm_server import VALID_ANSWER, LLMServer, good, raw, slow, status
+
+pytestmark = pytest.mark.backends
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -96,15 +99,21 @@ def old_lines(topics: list[list[str]]) -> list[str]:
 def dump(m: Memory) -> dict[str, Any]:
     """Everything a REM run and its rollback may touch."""
     q = m.store.query
-    with m.store.transaction() as conn:  # FTS5 checks its index against the nodes table
-        conn.execute("INSERT INTO node_fts (node_fts, rank) VALUES ('integrity-check', 1)")
+    if is_url(m.store.path):  # the term index holds exactly the nodes, with their stems
+        assert q("SELECT rid FROM node_terms_len ORDER BY rid") == q(
+            "SELECT rid FROM nodes ORDER BY rid")
+        assert q("SELECT count(DISTINCT rid) FROM node_terms") == q(
+            "SELECT count(*) FROM nodes WHERE content ~ '[[:alnum:]]'")
+    else:
+        with m.store.transaction() as conn:  # FTS5 checks its index against the nodes table
+            conn.execute("INSERT INTO node_fts (node_fts, rank) VALUES ('integrity-check', 1)")
     return {
         "nodes": q("SELECT * FROM nodes ORDER BY rid"),
         "edges": q("SELECT * FROM edges ORDER BY eid"),
         "node_tags": q("SELECT * FROM node_tags ORDER BY tid, rid"),
         "tags": q("SELECT tid, name, df FROM tags ORDER BY tid"),
         "node_vec_bit": q("SELECT rid, bits FROM node_vec_bit ORDER BY rid"),
-        "access_log": q("SELECT * FROM access_log ORDER BY rowid"),
+        "access_log": q("SELECT * FROM access_log ORDER BY rid, at, pack_id"),
     }
 
 

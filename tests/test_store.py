@@ -15,9 +15,12 @@ import pytest
 from remd import Memory, SchemaVersionError, StoreError
 from remd.config import StoreConfig
 from remd.errors import DatabaseLocked
-from remd.store import MIGRATIONS, SCHEMA_VERSION, Store, connect, schema_sql
+from remd.store import MIGRATIONS, SCHEMA_VERSION, Store, connect, open_store, schema_sql
+
+pytestmark = pytest.mark.backends
 
 
+@pytest.mark.sqlite_only("file modes, WAL, sqlite-vec")
 def test_new_file_is_private_wal_with_vec_loaded(db_path: Path) -> None:
     store = Store(db_path, StoreConfig())
     with store.transaction() as conn:
@@ -34,6 +37,7 @@ def test_new_file_is_private_wal_with_vec_loaded(db_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.sqlite_only("schema.sql and sqlite_master")
 def test_schema_applied_from_schema_sql(db_path: Path) -> None:
     text = schema_sql()
     store = Store(db_path, StoreConfig())
@@ -92,6 +96,7 @@ def test_a_new_file_has_the_schema_of_one_migrated_from_version_1(tmp_path: Path
     assert {k: v for k, v in got.items() if want[k] != v} == {}
 
 
+@pytest.mark.sqlite_only("SQLite migrations")
 def test_migrations_are_applied_by_name(db_path: Path) -> None:
     """remd_migrations is read: a file that records every migration but one gets that one."""
     old_file(db_path, MIGRATIONS[-1][0])
@@ -109,6 +114,7 @@ def test_migrations_are_applied_by_name(db_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.sqlite_only("SQLite migrations")
 def test_a_file_at_0009_gets_sentence_vectors_through_the_backlog(db_path: Path) -> None:
     long = "We went camping last weekend. The kids loved the campfire. Work was hectic."
     with Memory(db_path) as m:
@@ -129,6 +135,7 @@ def test_a_file_at_0009_gets_sentence_vectors_through_the_backlog(db_path: Path)
         assert m.inject("camping", 50, fill=True).items[0].content == long
 
 
+@pytest.mark.sqlite_only("SQLite migrations")
 def test_a_file_at_0008_gets_rem_holds_and_its_runs_keep_their_rows(db_path: Path) -> None:
     from remd.rem import get_run
     from tests.test_rem import NOW, fragments, old_lines
@@ -151,14 +158,14 @@ def test_a_file_at_0008_gets_rem_holds_and_its_runs_keep_their_rows(db_path: Pat
 
 
 def test_newer_database_is_refused(db_path: Path) -> None:
-    store = Store(db_path, StoreConfig())
+    store = open_store(db_path, StoreConfig())
     with store.transaction() as conn:
         # A migration this code does not know: the file was written by a newer remd.
         conn.execute("INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
                      (f"{SCHEMA_VERSION + 1:04d}_from_the_future", "2030-01-01T00:00:00"))
     store.close()
     with pytest.raises(SchemaVersionError, match="newer than this remd"):
-        Store(db_path, StoreConfig())
+        open_store(db_path, StoreConfig())
 
 
 def test_not_a_database_is_refused_and_left_alone(tmp_path: Path) -> None:
@@ -196,6 +203,7 @@ class _LateStore(Store):
         return names
 
 
+@pytest.mark.sqlite_only("the SQLite store's migration race")
 def test_an_agent_that_loses_the_race_to_migrate_a_new_file_opens_it(db_path: Path) -> None:
     store = _LateStore(db_path, StoreConfig())
     assert _LateStore.reads >= 2  # it read a stale 0, then decided again under the lock
@@ -223,7 +231,7 @@ def test_agents_opening_a_new_file_together_all_succeed(tmp_path: Path) -> None:
 
 
 def test_transaction_rolls_back_on_error(db_path: Path) -> None:
-    store = Store(db_path, StoreConfig())
+    store = open_store(db_path, StoreConfig())
     with pytest.raises(RuntimeError), store.transaction() as conn:
         conn.execute("INSERT INTO remd_meta (key, value) VALUES ('a', '1')")
         raise RuntimeError("boom")
@@ -231,7 +239,7 @@ def test_transaction_rolls_back_on_error(db_path: Path) -> None:
 
 
 def test_nested_transaction_is_a_savepoint(db_path: Path) -> None:
-    store = Store(db_path, StoreConfig())
+    store = open_store(db_path, StoreConfig())
     with store.transaction() as conn:
         conn.execute("INSERT INTO remd_meta (key, value) VALUES ('outer', '1')")
         with pytest.raises(ValueError), store.transaction() as inner:
@@ -241,6 +249,7 @@ def test_nested_transaction_is_a_savepoint(db_path: Path) -> None:
     assert "outer" in keys and "inner" not in keys
 
 
+@pytest.mark.sqlite_only("SQLite's write lock")
 def test_locked_database_gives_typed_error_and_changes_nothing(db_path: Path) -> None:
     with Memory(db_path, embedder=None) as m:
         m.save("the staging server is called kestrel")
@@ -259,6 +268,7 @@ def test_locked_database_gives_typed_error_and_changes_nothing(db_path: Path) ->
         holder.close()
 
 
+@pytest.mark.sqlite_only("the file read by stdlib sqlite3")
 def test_integrity_check_with_stdlib_sqlite(db_path: Path) -> None:
     with Memory(db_path) as m:
         m.save_many([f"note {i} about the harbour project" for i in range(20)])
@@ -276,6 +286,7 @@ def _checkpoint_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("remd-checkpoint:")]
 
 
+@pytest.mark.sqlite_only("the WAL")
 def test_wal_is_checkpointed_on_a_background_thread(db_path: Path) -> None:
     store = Store(db_path, StoreConfig(checkpoint_pages=16))
     assert store.checkpointer is not None
@@ -294,6 +305,7 @@ def test_wal_is_checkpointed_on_a_background_thread(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize("pages", [0, 100_000])
+@pytest.mark.sqlite_only("the WAL")
 def test_commits_no_longer_checkpoint_themselves(db_path: Path, pages: int) -> None:
     """SQLite's own checkpoint (pages=0) keeps the WAL near 1000 pages; with the hook a commit
     never copies pages itself, so below the hook's threshold the WAL keeps growing."""

@@ -11,6 +11,8 @@ from click.testing import CliRunner
 from remd import Conflict, InvalidInput, Memory, NotFound
 from remd.cli import main
 
+pytestmark = pytest.mark.backends
+
 TEXTS = [
     "Unit tests for the parser run on every commit",
     "Integration tests need the staging database",

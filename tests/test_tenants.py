@@ -10,6 +10,8 @@ import pytest
 
 from benchmarks.bench_tenants import TARGETS, Result, details, run
 
+pytestmark = pytest.mark.backends
+
 NAMESPACES = 1000
 
 

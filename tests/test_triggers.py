@@ -13,6 +13,8 @@ from remd.cli import main
 from remd.triggers import HOUR, evaluate
 from tests.conftest import Clock
 
+pytestmark = pytest.mark.backends
+
 DAY = 24 * HOUR
 
 
