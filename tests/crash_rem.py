@@ -47,6 +47,7 @@ from remd import Memory
 from remd.consolidate import ClusterWriter, key_terms
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
+from remd.pgstore import is_url
 from remd.synthesis import LLMSynthesiser, Synthesiser
 from remd.tokens import TokenCounter
 from remd.vectors import BitIndex, from_int8
@@ -130,9 +131,15 @@ def check(m: Memory, base: Baseline) -> tuple[int, int]:
     ``running``, the newest, and the lease names it. The graph is read in one snapshot, so
     agents may keep writing meanwhile.
     """
-    assert m.store.scalar("PRAGMA integrity_check") == "ok"
-    with m.store.transaction() as conn:  # FTS5 checks its index against the nodes table
-        conn.execute("INSERT INTO node_fts (node_fts, rank) VALUES ('integrity-check', 1)")
+    if is_url(m.store.path):  # the term index holds exactly the nodes
+        assert m.store.query("SELECT count(*) FROM nodes n LEFT JOIN node_terms_len l "
+                             "ON l.rid = n.rid WHERE l.rid IS NULL") == [(0,)]
+        assert m.store.query("SELECT count(*) FROM node_terms_len l LEFT JOIN nodes n "
+                             "ON n.rid = l.rid WHERE n.rid IS NULL") == [(0,)]
+    else:
+        assert m.store.scalar("PRAGMA integrity_check") == "ok"
+        with m.store.transaction() as conn:  # FTS5 checks its index against the nodes table
+            conn.execute("INSERT INTO node_fts (node_fts, rank) VALUES ('integrity-check', 1)")
     with m.store.snapshot():
         return _check_graph(m, base)
 
@@ -144,7 +151,7 @@ def _check_graph(m: Memory, base: Baseline) -> tuple[int, int]:
         "WHERE namespace = ?", (ns,))}
     runs = {r: (s, c, sy, sk) for r, s, c, sy, sk in q(
         "SELECT run_id, status, clusters, synthesised, skipped FROM rem_runs "
-        "WHERE namespace = ? ORDER BY rowid", (ns,))}
+        "WHERE namespace = ? ORDER BY started_at, run_id", (ns,))}
     live_runs = {r for r, v in runs.items() if v[0] != "rolled_back"}
     derived: dict[str, set[str]] = {}
     for src, dst in q("SELECT src, dst FROM edges WHERE namespace = ? AND live = 1 AND "
@@ -623,7 +630,8 @@ class CrashLoop:
             m.rollback(run.run_id or "")
             node = m.save("Crash drill: the Falcon budget review moved to Oslo next week.")
             rid = m.store.scalar("SELECT rid FROM nodes WHERE id = ?", (node.id,))
-            assert rid in freed, "the new memory did not reuse a freed rid"
+            # PostgreSQL's identity never hands a rid out twice; the index must still match.
+            assert rid in freed or is_url(self.db), "the new memory did not reuse a freed rid"
             self.tally.vectors_probed += bit_index_matches(m)
             return int(rid)
 

@@ -3,7 +3,8 @@
 -- name in remd_migrations and refuses a database that records one it does not know, as the
 -- SQLite store does (remd/pgstore.py).
 --
--- Differences from the SQLite schema: integer keys are identity columns; REAL is double
+-- Differences from the SQLite schema: integer keys are identity columns (rem_runs has a rowid
+-- column, for the insertion order SQLite's rowid gives); REAL is double
 -- precision, BLOB is bytea; triggers are PL/pgSQL; FTS5's node_fts is node_terms (the porter
 -- stems of each memory, tokenised in-process by the same FTS5 tokenizer) with per-namespace
 -- statistics in fts_stats, so bm25 is computed from the same terms (remd/pgtext.py).
@@ -216,6 +217,7 @@ CREATE TABLE feedback (
 );
 
 CREATE TABLE rem_runs (
+    rowid          bigint GENERATED ALWAYS AS IDENTITY,  -- insertion order, as SQLite's rowid
     run_id         text PRIMARY KEY,
     namespace      text NOT NULL,
     status         text NOT NULL
