@@ -190,12 +190,29 @@ def wrap(exc: Exception, url: str) -> Exception:
     return StoreError(f"database {where!r}: {str(exc).strip()[:300]}")
 
 
+def _float8_dumper() -> type:
+    from psycopg.types.numeric import FloatDumper
+
+    class Float8(FloatDumper):
+        """A Python float bound client-side as ``(0.9::float8)``, not a bare ``0.9``, which
+        PostgreSQL would read as numeric: ``1.0 - 0.9`` must be the float arithmetic SQLite
+        does (0.09999999999999998), not exact decimal arithmetic."""
+
+        def quote(self, obj: Any) -> bytes:
+            literal = bytes(super().quote(obj))
+            return literal if b"::" in literal else b"(" + literal + b"::float8)"
+
+    return Float8
+
+
 class PgStore:
     """A PostgreSQL database through a bounded pool; the interface of :class:`Store`."""
 
     def __init__(self, url: str, config: StoreConfig, *, create: bool = True) -> None:
         import psycopg
         from psycopg.types.numeric import FloatLoader
+
+        _Float8 = _float8_dumper()
         from psycopg_pool import ConnectionPool
 
         self.path = url
@@ -210,6 +227,7 @@ class PgStore:
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             self.opened += 1
+            conn.adapters.register_dumper(float, _Float8)
             # sum()/avg() of integers are numeric: the engine computes with floats.
             conn.adapters.register_loader("numeric", FloatLoader)
 
