@@ -135,6 +135,7 @@ class Daemon:
         self._embedder = shared_embedder(config) if embedder is True else (embedder or None)
         self._stop = threading.Event()
         self._tick_lock = threading.Lock()
+        self._run_at: float | None = None
         self._pending_config: Config | None = None
         self._signals = _Signals()
         self.notifier = Notifier(self.env)
@@ -169,6 +170,10 @@ class Daemon:
             log.info("tick.skipped", reason="previous tick still running")
             return TickReport(now=at, busy=True)
         try:
+            # A run starts at the clock when it starts (its rem_runs times are then the real
+            # ones, which daemons sharing a database are checked by), unless the caller fixed
+            # now.
+            self._run_at = now
             self._apply_pending_config()
             with self.host.lease() as engine:
                 return self._tick(engine, at)
@@ -222,7 +227,8 @@ class Daemon:
         log.info("rem.started", namespace=ns, trigger=reason.value, fired=list(fired))
         started = time.perf_counter()
         try:
-            run = run_rem(engine, ns, trigger=reason, now=at, should_stop=self._stop.is_set,
+            run = run_rem(engine, ns, trigger=reason, now=self._run_at,
+                          should_stop=self._stop.is_set,
                           synthesiser=self._synth, progress=_ClusterLog(ns, self.on_cluster))
         except (Conflict, DatabaseLocked) as exc:
             # Another process is consolidating this namespace (or holds the write lock past

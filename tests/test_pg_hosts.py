@@ -1,0 +1,116 @@
+"""Many hosts on one PostgreSQL database: 8 agent processes and 2 `remd serve` daemons (as if
+on different machines) for a bounded time, REM running again and again.
+
+Zero errors anywhere; every acknowledged memory present (live, superseded, or folded into a
+synthesis that exists); both daemons consolidated; and no namespace was ever consolidated by
+two daemons at once, checked from the run table's times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from remd import Memory
+from tests.pg_server import PgServer
+from tests.test_daemon import Served
+
+AGENTS = 8
+NAMESPACES = ("alpha", "beta", "gamma", "delta")
+OPS = 40
+CYCLES = 8  # runs seen across both daemons before the agents are told to stop
+DEADLINE_SECONDS = 90
+HERE = Path(__file__).resolve().parent
+
+
+
+def _daemon(url: str) -> Served:
+    return Served(url, "--interval", "0.5", env={
+        "REMD_TRIGGERS__MAX_LIVE_NODES": "8",  # fires again and again as agents save
+        "REMD_REM__MIN_AGE_DAYS": "0",
+        "REMD_REM__TAU": "0.95",
+        "REMD_DAEMON__LOG_LEVEL": "info",
+    })
+
+
+def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
+                                                         tmp_path: Path) -> None:
+    url = pg_server.fresh_url()
+    with Memory(url, embedder=None) as m:  # the schema, before anyone races to create it
+        m.store.schema_version()
+    daemons = [_daemon(url), _daemon(url)]
+    pids = []
+    for d in daemons:
+        d.wait_for("daemon.ready")
+        pids.append(d.proc.pid)
+
+    outs = [tmp_path / f"agent{i}.json" for i in range(AGENTS)]
+    stop_file = tmp_path / "stop"
+    agents = [subprocess.Popen(
+        [sys.executable, str(HERE / "agent_proc.py"), url, NAMESPACES[i % len(NAMESPACES)],
+         str(i), str(OPS), str(DEADLINE_SECONDS), str(stop_file), str(outs[i])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"}) for i in range(AGENTS)]
+    cycles = 0
+    deadline = time.monotonic() + 240
+    while cycles < CYCLES and any(a.poll() is None for a in agents) \
+            and time.monotonic() < deadline:
+        for d in daemons:
+            try:
+                event = d.events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            d.seen.append(event)
+            cycles += event.get("event") == "cycle.finished"
+    stop_file.touch()
+    for proc in agents:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    results = [json.loads(out.read_text()) for out in outs]
+    for d in daemons:
+        while not d.events.empty():
+            d.seen.append(d.events.get())
+        d.wait_for("tick.evaluated", timeout=120)
+        assert d.stop(signal.SIGTERM) == 0
+
+    # Zero errors in any process (a daemon finding a namespace claimed by the other logs
+    # rem.busy at info: that is the sharing working, not an error).
+    assert [r["errors"] for r in results] == [[]] * AGENTS
+    for d in daemons:
+        bad = [e for e in d.seen if e.get("level") in ("warning", "error", "critical")
+               or e.get("event") in ("rem.failed", "tick.failed", "triggers.failed")]
+        assert bad == [], bad[:3]
+    finished = [[e for e in d.seen if e.get("event") == "cycle.finished"] for d in daemons]
+    assert all(finished), [len(f) for f in finished]  # the work spread over both daemons
+
+    with Memory(url, embedder=None) as m:
+        q = m.store.query
+        rows = {r[0]: r[1:] for r in q("SELECT id, status, deprecated_by, kind FROM nodes")}
+        runs = q("SELECT namespace, status, started_at, finished_at, synthesised "
+                 "FROM rem_runs ORDER BY namespace, started_at")
+    saved = [i for r in results for i in r["saved"]]
+    assert len(saved) >= AGENTS * 6
+    for node_id in saved:  # every acknowledged memory is there, or folded into one that is
+        status, by, _ = rows[node_id]
+        seen = {node_id}
+        while status == "deprecated":
+            assert by in rows and by not in seen, f"{node_id} deprecated into {by}"
+            seen.add(by)
+            status, by, _ = rows[by]
+        assert status in ("live", "superseded"), (node_id, status)
+
+    assert {s for _, s, *_ in runs} <= {"completed"}, runs
+    assert sum(r[4] for r in runs) > 0
+    by_ns: dict[str, list[tuple[float, float]]] = {}
+    for ns, _, start, end, _ in runs:
+        by_ns.setdefault(ns, []).append((start, end))
+    for ns, spans in by_ns.items():  # never two runs of one namespace at once
+        spans.sort()
+        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+            assert end <= start, f"two runs of {ns} overlapped: {spans}"
