@@ -34,6 +34,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from remd import Config, Memory  # noqa: E402
 from remd.config import EmbedConfig, InjectConfig  # noqa: E402
 from remd.embed import DIM, Embedder, make_embedder  # noqa: E402
+from remd.lexical import stem_counts  # noqa: E402
+from remd.pgstore import is_url  # noqa: E402
 from remd.vectors import from_int8, write_vectors  # noqa: E402
 
 DAY = 86400.0
@@ -100,7 +103,25 @@ class Corpus:
         return docs, self._unit(self.centroids[cluster] + noise)
 
 
-def build(path: Path, n: int, config: Config) -> float:
+def pg_schema(url: str, schema: str) -> str:
+    """The URL of ``schema`` (made if missing) in the PostgreSQL database ``url`` names."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    return url + ("&" if "?" in url else "?") + "options=" + quote(f"-csearch_path={schema}")
+
+
+def pg_size(url: str) -> int:
+    """Bytes of the tables and indexes of the URL's schema."""
+    with Memory(url, embedder=None) as mem:
+        return int(mem.store.scalar(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() "
+            "AND c.relkind = 'r'"))
+
+
+def build(path: Path | str, n: int, config: Config) -> float:
     """Write n memories straight into the schema; returns seconds."""
     t0 = time.perf_counter()
     corpus = Corpus(n)
@@ -142,8 +163,19 @@ def build(path: Path, n: int, config: Config) -> float:
                     "INSERT INTO nodes (rid, id, namespace, kind, content, created_at, "
                     "last_access, importance, tokens, embedded) VALUES (?,?,?,?,?,?,?,?,?,1)",
                     node_rows)
-                conn.executemany("INSERT INTO node_fts (rowid, content) VALUES (?, ?)",
-                                 [(r[0], r[4]) for r in node_rows])
+                if is_url(str(path)):  # PostgreSQL's term index: each text's stems
+                    terms, lengths = [], []
+                    for r in node_rows:
+                        stems = stem_counts(conn, r[4])
+                        terms += [("default", st, r[0], c) for st, c in stems.items()]
+                        lengths.append((r[0], "default", sum(stems.values())))
+                    conn.executemany("INSERT INTO node_terms (namespace, stem, rid, tf) "
+                                     "VALUES (?, ?, ?, ?)", terms)
+                    conn.executemany("INSERT INTO node_terms_len (rid, namespace, len) "
+                                     "VALUES (?, ?, ?)", lengths)
+                else:
+                    conn.executemany("INSERT INTO node_fts (rowid, content) VALUES (?, ?)",
+                                     [(r[0], r[4]) for r in node_rows])
                 conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
                                  tag_rows)
                 write_vectors(conn, "default", range(start + 1, start + size + 1), vecs)
@@ -158,6 +190,13 @@ def build(path: Path, n: int, config: Config) -> float:
                     ((int(k // stride), int(k % stride), int(c), float(w)) for k, c, w in
                      zip(keys[lo:lo + 500_000], counts[lo:lo + 500_000],
                          weights[lo:lo + 500_000], strict=True)))
+        if is_url(str(path)):  # rows written with their keys: the identities move past them
+            with store.transaction() as conn:
+                conn.execute("INSERT INTO fts_stats (namespace, docs, terms) SELECT 'default', "
+                             "count(*), coalesce(sum(len), 0) FROM node_terms_len")
+                for table, key in (("nodes", "rid"), ("tags", "tid")):
+                    conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
+                                 f"(SELECT max({key}) FROM {table}))")
         with store.connection() as conn:
             conn.execute("ANALYZE")
     return time.perf_counter() - t0
@@ -209,7 +248,7 @@ class QueryEmbedder:
         return np.stack([self.planned[t] for t in texts])
 
 
-def queries(n: int, count: int, path: Path) -> dict[str, npt.NDArray[np.float32]]:
+def queries(n: int, count: int, path: Path | str) -> dict[str, npt.NDArray[np.float32]]:
     rng = np.random.default_rng(11)
     with Memory(path, embedder=None) as mem:
         rids = rng.integers(1, n + 1, size=count)
@@ -235,7 +274,7 @@ def pct(values: list[float], q: float) -> float:
 BLOCK = 20  # queries per block; the bare and +embed arms alternate blocks
 
 
-def measure(path: Path, planned: dict[str, npt.NDArray[np.float32]], budgets: Sequence[int],
+def measure(path: Path | str, planned: dict[str, npt.NDArray[np.float32]], budgets: Sequence[int],
             real: Embedder | None, config: Config, count: int, warmup: int
             ) -> list[tuple[dict[str, float], dict[str, float]]]:
     """One warm-up pass of ``warmup`` queries (not timed), then per budget ``count`` bare and
@@ -284,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="untimed questions first (default: --queries)")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
     ap.add_argument("--build-only", action="store_true", help="build the databases and stop")
+    ap.add_argument("--db", default=None, metavar="URL",
+                    help="a PostgreSQL database: each size in its schema inject_N (kept)")
     ap.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[],
                     help="[inject] settings for the timed runs, e.g. vector_k=0")
     args = ap.parse_args(argv)
@@ -307,9 +348,15 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     notes = []
     for n in args.sizes:
-        path = workdir / f"inject-{n}.db"
+        path: Path | str = workdir / f"inject-{n}.db"
         built = 0.0
-        if not path.exists():
+        if args.db:  # PostgreSQL: schema inject_N of that database, built once and kept
+            path = pg_schema(args.db, f"inject_{n}")
+            with Memory(path, embedder=None) as mem:
+                missing = not mem.store.scalar("SELECT count(*) FROM nodes")
+            if missing:
+                built = build(path, n, config)
+        elif not Path(path).exists():
             built = build(path, n, config)
         if args.build_only:
             print(f"built {path} in {built:.0f} s", file=sys.stderr)
@@ -324,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {n:,} | {b['budget']:.0f} | {b['p50']:.1f} | {b['p95']:.1f} | "
                   f"{b['p99']:.1f} | {f['p50']:.1f} | {f['p95']:.1f} | {f['p99']:.1f} | "
                   f"{b['touched']:.0f} | {b['tags']:.0f} | {b['items']:.1f} |", flush=True)
-        size_mb = path.stat().st_size / 1e6
+        size_mb = (pg_size(str(path)) if args.db else Path(path).stat().st_size) / 1e6
         notes.append(f"{n:,}: built in {built:.0f} s (0 = reused), file {size_mb:,.0f} MB, "
                      f"first inject (loads the vector index) {rows[0][0]['load'] * 1000:.0f} ms")
     print()

@@ -1,6 +1,6 @@
 """Save throughput: single save, save_many at 1k and 10k, DB size per memory, time split.
 
-    python benchmarks/bench_save.py [--sizes 1000 10000] [--singles 200]
+    python benchmarks/bench_save.py [--sizes 1000 10000] [--singles 200] [--db URL]
 
 Prints a markdown table. The "durable" rate is memories committed (tags, facts, FTS, tokens)
 per second; the embedding backlog is then processed separately at the embedder's batch speed.
@@ -17,6 +17,7 @@ import random
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from remd import Memory
 from remd.config import EmbedConfig
@@ -40,7 +41,7 @@ def corpus(n: int, seed: int = 7) -> list[str]:
     return out
 
 
-def split_profile(texts: list[str], path: Path) -> dict[str, float]:
+def split_profile(texts: list[str], path: Path | str) -> dict[str, float]:
     """Where save_many's time goes, from cProfile cumulative times."""
     with Memory(path, embedder=None) as m:
         prof = cProfile.Profile()
@@ -60,24 +61,57 @@ def split_profile(texts: list[str], path: Path) -> dict[str, float]:
     return {k: v / total for k, v in out.items()}
 
 
+class Places:
+    """Where each measurement's database is: a file in a temporary directory, or (``--db``) a
+    fresh schema of that PostgreSQL database."""
+
+    def __init__(self, url: str | None) -> None:
+        self.url = url
+        self.tmp = Path(tempfile.mkdtemp(prefix="remd-bench-"))
+
+    def __call__(self, name: str) -> Path | str:
+        if self.url is None:
+            return self.tmp / f"{name}.db"
+        import psycopg
+
+        schema = f"save_{name.replace('-', '_')}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"CREATE SCHEMA {schema}")
+        sep = "&" if "?" in self.url else "?"
+        return f"{self.url}{sep}options=" + quote(f"-csearch_path={schema}")
+
+    def size(self, where: Path | str) -> int:
+        if isinstance(where, str):
+            with Memory(where, embedder=None) as m:
+                return int(m.store.scalar(
+                    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                    "JOIN pg_namespace s ON s.oid = c.relnamespace "
+                    "WHERE s.nspname = current_schema() AND c.relkind = 'r'"))
+        wal = Path(str(where) + "-wal")
+        return os.path.getsize(where) + (os.path.getsize(wal) if wal.exists() else 0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--singles", type=int, default=200)
+    ap.add_argument("--db", default=None, metavar="URL",
+                    help="a PostgreSQL database: each measurement in a fresh schema of it")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="remd-bench-"))
+    place = Places(args.db)
     rows = []
 
     # Single saves, each its own transaction, embedding in the call.
     texts = corpus(args.singles, seed=1)
-    with Memory(tmp / "single.db") as m:
+    with Memory(place("single")) as m:
         m.save("warm-up: load the embedder")
         t = time.perf_counter()
         for text in texts:
             m.save(text)
         dt = time.perf_counter() - t
     rows.append((f"save() x{len(texts)} (with embedding)", len(texts) / dt, "", ""))
-    with Memory(tmp / "single-noembed.db", embedder=None) as m:
+    with Memory(place("single-noembed"), embedder=None) as m:
         t = time.perf_counter()
         for text in texts:
             m.save(text)
@@ -88,7 +122,7 @@ def main() -> None:
     assert embedder is not None
     for n in args.sizes:
         texts = corpus(n)
-        path = tmp / f"bulk{n}.db"
+        path = place(f"bulk{n}")
         with Memory(path) as m:
             t = time.perf_counter()
             m.save_many(texts, embed=False)
@@ -96,13 +130,13 @@ def main() -> None:
             t = time.perf_counter()
             m.embed_pending()
             emb = time.perf_counter() - t
-        size = os.path.getsize(path) + (os.path.getsize(str(path) + "-wal")
-                                        if os.path.exists(str(path) + "-wal") else 0)
+        size = place.size(path)
         rows.append((f"save_many {n:,}", n / durable, n / emb, size / n))
 
-    split = split_profile(corpus(args.sizes[0], seed=3), tmp / "profile.db")
+    split = split_profile(corpus(args.sizes[0], seed=3), place("profile"))
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}")
+          f"Python {platform.python_version()}; store: "
+          + ("PostgreSQL" if args.db else "SQLite"))
     print()
     print("| operation | durable memories/s | embedding backlog memories/s | DB bytes/memory |")
     print("|---|---:|---:|---:|")

@@ -50,8 +50,6 @@ log = get_logger("remd.pgstore")
 URL_PREFIXES = ("postgresql://", "postgres://")
 WRITE_LOCK = 0x72656D64  # "remd": the advisory lock every write transaction holds
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial",)
-LOG_KEEP = 65_536
-_LOG_STEP = 4096
 
 
 def is_url(path: object) -> bool:
@@ -329,10 +327,14 @@ class PgStore:
 
     @staticmethod
     def _prune_logs(conn: PgConnection) -> None:
+        """As the SQLite store does (remd.store.LOG_KEEP rows kept, pruned in steps)."""
+        from remd import store
+
+        keep, step = store.LOG_KEEP, store._LOG_STEP
         for table in ("tag_log", "node_log"):
             row = conn.execute(f"SELECT max(seq), min(seq) FROM {table}").fetchone()
-            if row is not None and row[0] is not None and row[0] - row[1] >= LOG_KEEP + _LOG_STEP:
-                conn.execute(f"DELETE FROM {table} WHERE seq < ?", (row[0] - LOG_KEEP,))
+            if row is not None and row[0] is not None and row[0] - row[1] >= keep + step:
+                conn.execute(f"DELETE FROM {table} WHERE seq < ?", (row[0] - keep,))
 
     # -- reads --------------------------------------------------------------------------
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:

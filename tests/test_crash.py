@@ -153,12 +153,12 @@ def _wait_for(served: Served, event: str, timeout: float = 90.0, **match: Any) -
 
 
 def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> None:
-    """`remd serve`, synthesising through a slow OpenAI-compatible server, is SIGKILLed three
-    times (ten on PostgreSQL) mid-cycle (just after its k-th cluster committed, with the next calls in flight)
-    while two agent processes keep saving, one into the namespace being consolidated. Every
-    acknowledged save survives (live, or folded into an existing synthesis), the REM
-    invariants hold after each kill, each restart marks the killed run interrupted, and the
-    last restart finishes the cycle and stops cleanly on SIGTERM."""
+    """`remd serve`, synthesising through a slow OpenAI-compatible server, is SIGKILLed
+    three times (ten on PostgreSQL) mid-cycle (just after its k-th cluster committed, with the
+    next calls in flight) while two agent processes keep saving, one into the namespace being
+    consolidated. Every acknowledged save survives (live, or folded into an existing
+    synthesis), the REM invariants hold after each kill, each restart marks the killed run
+    interrupted, and the last restart finishes the cycle and stops cleanly on SIGTERM."""
     from tests.test_rem import fragments, old_lines
 
     # The PostgreSQL arm kills it ten times (the many-hosts issue's count), over more topics.

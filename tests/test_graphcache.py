@@ -18,7 +18,10 @@ import pytest
 import remd.store as store_mod
 from remd import Config, Memory, graphcache
 from remd.nodemirror import GONE, KINDS, STATUS
+from remd.pgstore import is_url
 from tests.test_rem import NOW, fragments, old_lines
+
+pytestmark = pytest.mark.backends
 
 
 @pytest.fixture(autouse=True)
@@ -78,9 +81,13 @@ def check_terms(m: Memory) -> int:
     with m.store.snapshot() as conn:
         counts.sync(conn)
         for (stem, cap), n in counts.counts.items():
-            row = conn.execute("SELECT count(*) FROM (SELECT 1 FROM node_fts "
-                               "WHERE node_fts MATCH ? LIMIT ?)",
-                               (counts.words[(stem, cap)], cap + 1)).fetchone()
+            if is_url(m.store.path):  # PostgreSQL's term index, by stem
+                row = conn.execute("SELECT count(*) FROM (SELECT 1 FROM node_terms "
+                                   "WHERE stem = ? LIMIT ?) AS t", (stem, cap + 1)).fetchone()
+            else:
+                row = conn.execute("SELECT count(*) FROM (SELECT 1 FROM node_fts "
+                                   "WHERE node_fts MATCH ? LIMIT ?)",
+                                   (counts.words[(stem, cap)], cap + 1)).fetchone()
             assert n == row[0], f"postings of {stem!r}"
     return len(counts.counts)
 

@@ -18,6 +18,8 @@ from remd import Memory
 from remd.vectors import DIM, quantise, write_vectors
 from tests.helpers import knn
 
+pytestmark = pytest.mark.backends
+
 NS = "default"
 
 

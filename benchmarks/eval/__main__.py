@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
                     default=Path(tempfile.gettempdir()) / "remd-eval-cache" / "minilm.npz",
                     help="embedding cache (content hash -> vector) for LoCoMo turns")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
+    ap.add_argument("--db", default=None, metavar="URL",
+                    help="LoCoMo section: remd on this PostgreSQL database (its schema "
+                         "remd_eval, made afresh) instead of a SQLite file")
     ap.add_argument("--densities", type=float, nargs="+", default=None,
                     help="REM section: offline synthesis densities to compare (default: the "
                          "config's rem.offline_density)")

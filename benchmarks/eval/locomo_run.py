@@ -100,10 +100,23 @@ def fresh_db(workdir: Path, name: str) -> Path:
     return path
 
 
+def fresh_pg(url: str, schema: str = "remd_eval") -> str:
+    """The URL of ``schema`` (dropped and made again: only the evaluation's own schema) in the
+    PostgreSQL database ``url`` names."""
+    from urllib.parse import quote
+
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return url + ("&" if "?" in url else "?") + "options=" + quote(f"-csearch_path={schema}")
+
+
 class RemdSubject:
     """One Memory file with a namespace per conversation; inject is the method under test."""
 
-    def __init__(self, path: Path, config: Config, embedder: baselines.CachedEmbedder,
+    def __init__(self, path: Path | str, config: Config, embedder: baselines.CachedEmbedder,
                  *, dates: str = "real") -> None:
         self.now = 0.0
         self.mem_path = path
@@ -202,6 +215,7 @@ class Setup:
     dates: str = "real"
     workdir: Path | None = None
     progress: Callable[[str], None] = print
+    db: str | None = None  # a postgresql:// URL: the subject's database instead of a file
 
 
 def run(conversations: Sequence[locomo.Conversation], setup: Setup) -> Results:
@@ -210,8 +224,9 @@ def run(conversations: Sequence[locomo.Conversation], setup: Setup) -> Results:
     results = Results()
     workdir = setup.workdir or Path(tempfile.mkdtemp(prefix="remd-eval-"))
     mine = [m for m in REMD if m in setup.methods]
-    subject = (RemdSubject(fresh_db(workdir, "locomo.db"), setup.config, setup.embedder,
-                           dates=setup.dates) if mine else None)
+    where: Path | str = fresh_pg(setup.db) if setup.db else fresh_db(workdir, "locomo.db")
+    subject = (RemdSubject(where, setup.config, setup.embedder, dates=setup.dates)
+               if mine else None)
     problems: set[str] = set()
     try:
         for conv in conversations:

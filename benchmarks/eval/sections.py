@@ -48,13 +48,15 @@ def locomo_section(args: argparse.Namespace, convs: Sequence[locomo.Conversation
     setup = locomo_run.Setup(budgets=tuple(args.budgets), methods=methods,
                              config=Config(inject=InjectConfig(query_cache=0)),
                              embedder=embedder(args), dates=args.dates, workdir=args.workdir,
-                             progress=log)
-    log(f"LoCoMo: {len(convs)} conversations, methods {', '.join(methods)}")
+                             progress=log, db=getattr(args, "db", None))
+    where = "PostgreSQL" if setup.db else "SQLite"
+    log(f"LoCoMo: {len(convs)} conversations, methods {', '.join(methods)}, remd on {where}")
     results = locomo_run.run(convs, setup)
     audit = "without the audit" if args.no_audit else (
         "with the audit's correct_evidence for its 156 questions")
     print("## LoCoMo evidence recall\n")
-    print(f"{len(convs)} conversation(s), {sum(len(c.turns) for c in convs)} turns; evidence "
+    print(f"remd on {where}. {len(convs)} conversation(s), {sum(len(c.turns) for c in convs)} "
+          f"turns; evidence "
           f"{audit}; memories dated {args.dates}; exact o200k tokens, items joined by newlines.\n")
     print(locomo_run.headline_table(results, args.budgets, methods) + "\n")
     print(locomo_run.category_table(results, args.budgets, methods) + "\n")

@@ -1,0 +1,117 @@
+"""A throwaway PostgreSQL server for trying remd on PostgreSQL, for the benchmarks and for the
+test suite: ``initdb`` and ``pg_ctl`` of the machine's PostgreSQL (``pg_config --bindir``) in a
+directory of your choice, listening on a unix socket in that directory only (no TCP), with
+trust authentication for the user ``remd``. PostgreSQL refuses to run as root: as root, the
+directory is given to the ``postgres`` user and the server programs run through
+``runuser -u postgres --``.
+
+    python -m benchmarks.pg_local start /tmp/remd-pg   # prints the URL of database "remd"
+    python -m benchmarks.pg_local stop /tmp/remd-pg
+
+Durability is relaxed for speed (fsync off): for trying and testing, never for data you keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+
+def bindir() -> Path | None:
+    try:
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    path = Path(out)
+    return path if (path / "pg_ctl").exists() else None
+
+
+class PgServer:
+    """One running server; :meth:`fresh_url` gives an empty schema's URL."""
+
+    def __init__(self, root: Path, bin_dir: Path, *, start: bool = True) -> None:
+        self.root = root
+        self.bin = bin_dir
+        self.socket_dir = root
+        self._serial = itertools.count(1)
+        self._as_postgres = os.geteuid() == 0
+        if start:
+            self.start()
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        cmd = list(args)
+        if self._as_postgres:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, check=True)
+
+    def start(self) -> None:
+        if self._as_postgres:
+            shutil.chown(self.root, "postgres")
+        data = self.root / "data"
+        if not data.exists():
+            self._run(str(self.bin / "initdb"), "-D", str(data), "-A", "trust", "-U", "remd",
+                      "--no-sync", "-E", "UTF8", "--locale=C")
+        self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-w", "-l",
+                  str(self.root / "log"), "-o",
+                  f"-k {self.root} -c listen_addresses='' -c fsync=off "
+                  "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+                  "-c log_min_duration_statement=-1", "start")
+        import psycopg
+
+        with psycopg.connect(self.admin_url(), autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'remd'").fetchone():
+                conn.execute("CREATE DATABASE remd")
+
+    def stop(self) -> None:
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate",
+                  "stop")
+
+    def admin_url(self) -> str:
+        return f"postgresql://remd@/postgres?host={quote(str(self.root))}"
+
+    def url(self, schema: str | None = None) -> str:
+        base = f"postgresql://remd@/remd?host={quote(str(self.root))}"
+        if schema is None:
+            return base
+        return base + "&options=" + quote(f"-csearch_path={schema}")
+
+    def fresh_url(self) -> str:
+        """The URL of a new, empty schema."""
+        import psycopg
+
+        name = f"t{os.getpid()}_{next(self._serial)}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {name}")
+        return self.url(name)
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.pg_local", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("action", choices=["start", "stop"])
+    ap.add_argument("directory", type=Path)
+    args = ap.parse_args(argv)
+    found = bindir()
+    if found is None:
+        print("no PostgreSQL server programs: pg_config --bindir", file=sys.stderr)
+        return 1
+    args.directory.mkdir(parents=True, exist_ok=True)
+    if args.action == "stop":
+        PgServer(args.directory.resolve(), found, start=False).stop()
+        return 0
+    server = PgServer(args.directory.resolve(), found)
+    print(server.url())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
