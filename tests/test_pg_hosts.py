@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from remd import Memory
 from tests.pg_server import PgServer
 from tests.test_daemon import Served
@@ -114,3 +116,26 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
         spans.sort()
         for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
             assert end <= start, f"two runs of {ns} overlapped: {spans}"
+
+
+def test_a_read_only_connection_serves_injects_unrecorded(pg_server: PgServer) -> None:
+    """What a read replica gives: every transaction read-only. Inject still answers (its pack
+    is not recorded, with a warning); a save is a typed ReadOnlyStore error."""
+    from urllib.parse import quote
+
+    from remd.errors import ReadOnlyStore
+    from remd.logs import capture_events
+
+    url = pg_server.fresh_url()
+    with Memory(url, embedder=None) as m:
+        m.save("The staging server is called kestrel.")
+    replica = url + quote(" -cdefault_transaction_read_only=on")
+    with Memory(replica, embedder=None) as r, capture_events() as events:
+        pack = r.inject("what is the staging server called?", 200, fill=True)
+        assert [i.content for i in pack.items] == ["The staging server is called kestrel."]
+        assert pack.recorded is False
+        with pytest.raises(ReadOnlyStore):
+            r.save("this write needs the primary")
+    assert any(e["event"] == "inject.not_recorded" for e in events)
+    with Memory(url, embedder=None) as m:
+        assert [n.content for n in m.recent(5)] == ["The staging server is called kestrel."]
