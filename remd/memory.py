@@ -50,8 +50,11 @@ Progress = Callable[[int], None]
 
 
 class Memory:
-    """Long-term memory in one SQLite file, scoped to one namespace.
+    """Long-term memory in one SQLite file (or the PostgreSQL database a ``postgresql://``
+    ``path`` names), scoped to one namespace.
 
+    ``create=False`` opens only an existing database (a missing file, or a PostgreSQL database
+    without remd's tables, is a StoreError instead of a new one).
     Raises StoreError (and subclasses) if the file cannot be used, InvalidInput for a bad
     namespace, ConfigError for a bad configuration.
     """

@@ -168,6 +168,8 @@ CREATE TABLE node_terms (
     PRIMARY KEY (namespace, stem, rid)
 );
 CREATE INDEX node_terms_rid ON node_terms (rid);
+-- Postings of a stem across the database, as FTS5's are (its counts and bm25 are file-wide).
+CREATE INDEX node_terms_stem ON node_terms (stem, rid) INCLUDE (tf);
 
 CREATE TABLE node_terms_len (
     rid       bigint PRIMARY KEY,
