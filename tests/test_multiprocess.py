@@ -19,7 +19,7 @@ from remd import Memory
 from tests.test_daemon import Served
 
 AGENTS = 8
-OPS = 40  # per agent at most: the agents stop earlier once REM has run CYCLES times
+OPS = 200  # per agent at most: the agents stop once REM has run CYCLES times (or at the deadline)
 CYCLES = 4
 DEADLINE_SECONDS = 60  # a hard bound on each agent, whatever happens
 HERE = Path(__file__).resolve().parent
