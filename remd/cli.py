@@ -24,7 +24,7 @@ from remd.ingest import check_source, check_tags, check_text
 from remd.logs import configure_logging
 from remd.memory import Memory
 from remd.models import MAX_SQL_INTEGER
-from remd.pgstore import is_url, redact
+from remd.pgstore import is_url, shown
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,13 +79,7 @@ class Ctx:
         """The Memory of the command. Only commands that create the file (``create``) may
         open one that does not exist: a typo in --db is an error, not a new empty file."""
         if is_url(self.db):  # PostgreSQL: a database without remd's tables is "no such"
-            try:
-                return Memory(self.db, self.namespace, config=self.config, create=create,
-                              **kwargs)
-            except StoreError as exc:
-                if "no remd database" in str(exc):
-                    raise StoreError(f"no such database: {redact(self.db)}") from exc
-                raise
+            return Memory(self.db, self.namespace, config=self.config, create=create, **kwargs)
         if not create and not os.path.exists(self.db):
             raise StoreError(f"no such database: {self.db}")
         return Memory(self.db, self.namespace, config=self.config, **kwargs)
@@ -157,7 +151,7 @@ def main(ctx: click.Context, db: str | None, namespace: str, config_path: str | 
 def init(c: Ctx) -> None:
     """Create (or upgrade) the database file."""
     with c.memory(create=True, embedder=None) as m:
-        click.echo(f"{m.store.path}: schema version {m.store.schema_version()}")
+        click.echo(f"{shown(m.store.path)}: schema version {m.store.schema_version()}")
 
 
 @contextlib.contextmanager

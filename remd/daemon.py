@@ -57,6 +57,7 @@ from remd.notify import Notifier
 from remd.rem import ClusterOutcome, RunStatus, run_rem, sentence_embed
 from remd.serving import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
+from remd.pgstore import shown
 from remd.triggers import TriggerReport, evaluate_all
 
 log = get_logger("remd.daemon")
@@ -433,7 +434,7 @@ class Daemon:
             self.start()
             started = True
             freeze_heap()
-            log.info("daemon.ready", db=self.db, pid=os.getpid(),
+            log.info("daemon.ready", db=shown(self.db), pid=os.getpid(),
                      interval_seconds=self.config.daemon.interval_seconds,
                      http=f"{self.http.host}:{self.http.port}" if self.http else None)
             self.notifier.ready(status="watching " + self.db)

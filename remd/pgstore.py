@@ -57,6 +57,17 @@ def is_url(path: object) -> bool:
     return isinstance(path, str) and path.startswith(URL_PREFIXES)
 
 
+def is_postgres(obj: object) -> bool:
+    """Whether ``obj`` (a store or one of its connections) is PostgreSQL's rather than
+    SQLite's."""
+    return getattr(obj, "dialect", "sqlite") == "postgresql"
+
+
+def shown(path: object) -> str:
+    """``path`` as messages and logs may show it: a URL without its password."""
+    return redact(path) if isinstance(path, str) and is_url(path) else str(path)
+
+
 def redact(url: str) -> str:
     """The URL without its password, for messages and logs."""
     import psycopg.conninfo
@@ -387,8 +398,8 @@ class PgStore:
             conn = cast(PgConnection, held)
             if not self._pending(self._recorded(conn)):
                 return
-            if not self.create and not self._recorded(conn):
-                raise StoreError(f"no remd database at {redact(self.path)!r}")
+            if not self.create and not self._recorded(conn):  # as a missing file is
+                raise StoreError(f"no such database: {redact(self.path)}")
             with self.transaction():
                 done = self._recorded(conn)
                 todo = self._pending(done)

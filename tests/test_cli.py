@@ -150,3 +150,23 @@ def test_every_command_is_documented_in_readme() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     for name in main.commands:
         assert f"remd {name}" in readme or f"`{name}`" in readme, name
+
+
+def test_a_read_command_on_a_missing_database_creates_nothing(db_path: Path) -> None:
+    """A file that isn't there, or a PostgreSQL database without remd's tables: `no such
+    database`, exit 1, nothing made; a URL's password never shows."""
+    db = str(db_path).replace("postgresql://remd@", "postgresql://remd:s3cret@")
+    result = CliRunner().invoke(main, ["--db", db, "recent"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: no such database: ")
+    assert "s3cret" not in result.output
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as conn:
+            assert conn.execute("SELECT count(*) FROM pg_tables "
+                                "WHERE schemaname = current_schema()").fetchone() == (0,)
+    else:
+        assert not db_path.exists()
+    assert CliRunner().invoke(main, ["--db", db, "save", "now it exists"]).exit_code == 0
+    assert CliRunner().invoke(main, ["--db", db, "recent"]).exit_code == 0
