@@ -54,10 +54,10 @@ from remd.errors import ConfigError, Conflict, DatabaseLocked, RemdError, StoreE
 from remd.ingest import check_namespace
 from remd.logs import configure_logging, get_logger
 from remd.notify import Notifier
+from remd.pgstore import shown
 from remd.rem import ClusterOutcome, RunStatus, run_rem, sentence_embed
 from remd.serving import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
-from remd.pgstore import shown
 from remd.triggers import TriggerReport, evaluate_all
 
 log = get_logger("remd.daemon")
