@@ -21,6 +21,7 @@ from typing import Any
 
 import apsw
 
+from remd.pgstore import is_postgres
 from remd.store import int_scalar
 from remd.text import FUNCTION_WORDS, QUESTION_WORDS
 
@@ -35,11 +36,6 @@ _KEEP = 65_536  # counts kept per store
 # bm25 as FTS5 computes it (its defaults), for the PostgreSQL store's term index.
 _K1 = 1.2
 _B = 0.75
-
-
-def is_postgres(conn: Any) -> bool:
-    """Whether ``conn`` is the PostgreSQL store's (remd/pgstore.py) rather than SQLite's."""
-    return getattr(conn, "dialect", "sqlite") == "postgresql"
 
 
 _local: apsw.Connection | None = None

@@ -16,6 +16,7 @@ answer leaves the memory with its offline tags.
 
 from __future__ import annotations
 
+import functools
 import html
 import threading
 import time
@@ -28,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from remd.errors import InvalidInput, LLMError, StoreError
 from remd.llm import LLMClient, LLMSettings, Prompt, load_prompt
 from remd.logs import get_logger
-from remd.tagging import normalise_tag
+from remd.tagging import Known, normalise_tag
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -56,19 +57,25 @@ def _key(tag: str) -> str:
     return tag.replace("-", "")
 
 
-def reuse_vocabulary(raw: Sequence[str], vocabulary: Sequence[str], known: set[str],
+def reuse_vocabulary(raw: Sequence[str], vocabulary: Sequence[str], known: Known,
                      max_tags: int) -> list[str]:
     """The model's tags, normalised (``"Preferences"`` -> ``preference``), a near-duplicate
     of a ``vocabulary`` tag replaced by it, repeats and unusable ones dropped, at most
-    ``max_tags``. ``known`` are the candidates that exist in the namespace already."""
-    by_key = {_key(tag): tag for tag in reversed(vocabulary)}  # the most used wins
-    out: list[str] = []
+    ``max_tags``. ``known`` returns those of the normalised tags the namespace has already
+    (one of them is never bent onto another tag)."""
+    normal: list[str] = []
     for candidate in raw:
         try:
             tag = normalise_tag(candidate)
         except InvalidInput:
             continue
-        if tag not in known and tag not in vocabulary:
+        if tag not in normal:
+            normal.append(tag)
+    existing = known(normal) | set(vocabulary)
+    by_key = {_key(tag): tag for tag in reversed(vocabulary)}  # the most used wins
+    out: list[str] = []
+    for tag in normal:
+        if tag not in existing:
             tag = by_key.get(_key(tag), tag)
         if tag not in out:
             out.append(tag)
@@ -170,8 +177,7 @@ def tag_with_llm(engine: Engine, namespace: str, written: Sequence[tuple[int, Dr
         except LLMError as exc:
             _log.warning("tagging.llm_failed", rid=rid, error=str(exc), model=tagger.model)
             return None
-        normal = [t for t in (_normal(r) for r in raw) if t]
-        tags = reuse_vocabulary(raw, vocabulary, _known(engine, namespace, normal),
+        tags = reuse_vocabulary(raw, vocabulary, functools.partial(_known, engine, namespace),
                                 tagger.max_tags)
         if not tags:
             _log.warning("tagging.llm_failed", rid=rid, error="no usable tag in the answer",
@@ -207,10 +213,3 @@ def _write(engine: Engine, namespace: str,
             _log.warning("tagging.llm_not_written", error=str(exc),
                          memories=len(answers[start:start + BULK_CHUNK]))
     return done
-
-
-def _normal(raw: str) -> str | None:
-    try:
-        return normalise_tag(raw)
-    except InvalidInput:
-        return None

@@ -28,6 +28,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from remd.pgstore import is_postgres
 from remd.store import Store
 
 DIM = 384
@@ -301,7 +302,7 @@ def exact_scan(store: Store, namespace: str, query: npt.ArrayLike, k: int
     status), nearest first: an exact scan of the stored vectors with sqlite-vec's
     ``vec_distance_cosine``, for ``nearest(exact=True)`` (the query in the stored int8
     form)."""
-    if getattr(store, "dialect", "sqlite") == "postgresql":
+    if is_postgres(store):
         return _exact_scan_numpy(store, namespace, query, k)
     blob = to_int8(query)[0].tobytes()
     return [(int(r), float(d)) for r, d in store.query(
