@@ -136,7 +136,6 @@ class Daemon:
         self._embedder = shared_embedder(config) if embedder is True else (embedder or None)
         self._stop = threading.Event()
         self._tick_lock = threading.Lock()
-        self._run_at: float | None = None
         self._pending_config: Config | None = None
         self._signals = _Signals()
         self.notifier = Notifier(self.env)
@@ -171,17 +170,16 @@ class Daemon:
             log.info("tick.skipped", reason="previous tick still running")
             return TickReport(now=at, busy=True)
         try:
-            # A run starts at the clock when it starts (its rem_runs times are then the real
-            # ones, which daemons sharing a database are checked by), unless the caller fixed
-            # now.
-            self._run_at = now
             self._apply_pending_config()
             with self.host.lease() as engine:
-                return self._tick(engine, at)
+                return self._tick(engine, at, now)
         finally:
             self._tick_lock.release()
 
-    def _tick(self, engine: Engine, at: float) -> TickReport:
+    def _tick(self, engine: Engine, at: float, fixed: float | None) -> TickReport:
+        """Evaluate at ``at``; each run starts at the clock when it starts (its rem_runs times
+        are then the real ones, which daemons sharing a database are checked by), unless the
+        caller ``fixed`` now."""
         started = time.perf_counter()
         try:
             reports = evaluate_all(engine, at)
@@ -202,7 +200,7 @@ class Daemon:
                 break
             log.info("triggers.fired", namespace=report.namespace, fired=list(fired),
                      **{c.reason.value: c.value for c in report.checks})
-            done.append(self._run(engine, report, at))
+            done.append(self._run(engine, report, fixed))
         # One line per tick, whatever the number of namespaces: the quiet ones are counted.
         log.info("tick.evaluated", namespaces=len(reports),
                  fired=sum(1 for t in done if t.fired), runs=sum(1 for t in done if t.run_id),
@@ -221,15 +219,14 @@ class Daemon:
             log.warning("backlog.failed", error=str(exc))
             return 0
 
-    def _run(self, engine: Engine, report: TriggerReport, at: float) -> NamespaceTick:
+    def _run(self, engine: Engine, report: TriggerReport, now: float | None) -> NamespaceTick:
         ns = report.namespace
         fired = tuple(r.value for r in report.fired)
         reason = report.fired[0]
         log.info("rem.started", namespace=ns, trigger=reason.value, fired=list(fired))
         started = time.perf_counter()
         try:
-            run = run_rem(engine, ns, trigger=reason, now=self._run_at,
-                          should_stop=self._stop.is_set,
+            run = run_rem(engine, ns, trigger=reason, now=now, should_stop=self._stop.is_set,
                           synthesiser=self._synth, progress=_ClusterLog(ns, self.on_cluster))
         except (Conflict, DatabaseLocked) as exc:
             # Another process is consolidating this namespace (or holds the write lock past
