@@ -34,7 +34,6 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +41,7 @@ from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.pg_local import schema_url  # noqa: E402
 from remd import Config, Memory  # noqa: E402
 from remd.config import EmbedConfig, InjectConfig  # noqa: E402
 from remd.embed import DIM, Embedder, make_embedder  # noqa: E402
@@ -101,15 +101,6 @@ class Corpus:
         cluster = rng.integers(0, CLUSTERS, size=size)
         noise = rng.standard_normal((size, DIM)).astype(np.float32) * 0.045
         return docs, self._unit(self.centroids[cluster] + noise)
-
-
-def pg_schema(url: str, schema: str) -> str:
-    """The URL of ``schema`` (made if missing) in the PostgreSQL database ``url`` names."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-    return url + ("&" if "?" in url else "?") + "options=" + quote(f"-csearch_path={schema}")
 
 
 def pg_size(url: str) -> int:
@@ -351,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         path: Path | str = workdir / f"inject-{n}.db"
         built = 0.0
         if args.db:  # PostgreSQL: schema inject_N of that database, built once and kept
-            path = pg_schema(args.db, f"inject_{n}")
+            path = schema_url(args.db, f"inject_{n}")
             with Memory(path, embedder=None) as mem:
                 missing = not mem.store.scalar("SELECT count(*) FROM nodes")
             if missing:

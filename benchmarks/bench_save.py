@@ -14,14 +14,17 @@ import os
 import platform
 import pstats
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import quote
 
-from remd import Memory
-from remd.config import EmbedConfig
-from remd.embed import make_embedder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.pg_local import schema_url  # noqa: E402
+from remd import Memory  # noqa: E402
+from remd.config import EmbedConfig  # noqa: E402
+from remd.embed import make_embedder  # noqa: E402
 
 WORDS = [
     "alpha", "project", "deploy", "billing", "invoice", "kayak", "fjord", "Lisbon", "Porto",
@@ -72,14 +75,7 @@ class Places:
     def __call__(self, name: str) -> Path | str:
         if self.url is None:
             return self.tmp / f"{name}.db"
-        import psycopg
-
-        schema = f"save_{name.replace('-', '_')}"
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            conn.execute(f"CREATE SCHEMA {schema}")
-        sep = "&" if "?" in self.url else "?"
-        return f"{self.url}{sep}options=" + quote(f"-csearch_path={schema}")
+        return schema_url(self.url, f"save_{name.replace('-', '_')}", fresh=True)
 
     def size(self, where: Path | str) -> int:
         if isinstance(where, str):

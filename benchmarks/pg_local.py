@@ -76,22 +76,25 @@ class PgServer:
     def admin_url(self) -> str:
         return f"postgresql://remd@/postgres?host={quote(str(self.root))}"
 
-    def url(self, schema: str | None = None) -> str:
-        base = f"postgresql://remd@/remd?host={quote(str(self.root))}"
-        if schema is None:
-            return base
-        return base + "&options=" + quote(f"-csearch_path={schema}")
+    def url(self) -> str:
+        """The URL of database ``remd``."""
+        return f"postgresql://remd@/remd?host={quote(str(self.root))}"
 
     def fresh_url(self) -> str:
         """The URL of a new, empty schema."""
-        import psycopg
-
-        name = f"t{os.getpid()}_{next(self._serial)}"
-        with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA {name}")
-        return self.url(name)
+        return schema_url(self.url(), f"t{os.getpid()}_{next(self._serial)}", fresh=True)
 
 
+def schema_url(url: str, schema: str, *, fresh: bool = False) -> str:
+    """The URL of ``schema`` in the database ``url`` names (its ``search_path``), made if
+    missing; ``fresh``: dropped first, with everything in it."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if fresh:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    return url + ("&" if "?" in url else "?") + "options=" + quote(f"-csearch_path={schema}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 
 from benchmarks.eval import baselines, locomo
 from benchmarks.eval.report import mean, percentile, table
+from benchmarks.pg_local import schema_url
 from remd import Config, Memory
 from remd.tokens import TokenCounter
 
@@ -98,19 +99,6 @@ def fresh_db(workdir: Path, name: str) -> Path:
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     return path
-
-
-def fresh_pg(url: str, schema: str = "remd_eval") -> str:
-    """The URL of ``schema`` (dropped and made again: only the evaluation's own schema) in the
-    PostgreSQL database ``url`` names."""
-    from urllib.parse import quote
-
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        conn.execute(f"CREATE SCHEMA {schema}")
-    return url + ("&" if "?" in url else "?") + "options=" + quote(f"-csearch_path={schema}")
 
 
 class RemdSubject:
@@ -224,7 +212,8 @@ def run(conversations: Sequence[locomo.Conversation], setup: Setup) -> Results:
     results = Results()
     workdir = setup.workdir or Path(tempfile.mkdtemp(prefix="remd-eval-"))
     mine = [m for m in REMD if m in setup.methods]
-    where: Path | str = fresh_pg(setup.db) if setup.db else fresh_db(workdir, "locomo.db")
+    where: Path | str = (schema_url(setup.db, "remd_eval", fresh=True) if setup.db
+                         else fresh_db(workdir, "locomo.db"))
     subject = (RemdSubject(where, setup.config, setup.embedder, dates=setup.dates)
                if mine else None)
     problems: set[str] = set()
