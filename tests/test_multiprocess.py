@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -23,6 +24,32 @@ OPS = 200  # per agent at most: the agents stop once REM has run CYCLES times (o
 CYCLES = 4
 DEADLINE_SECONDS = 60  # a hard bound on each agent, whatever happens
 HERE = Path(__file__).resolve().parent
+
+
+class Agents:
+    """AGENTS processes of tests/agent_proc.py on ``db``, agent i in ``namespaces[i % n]``,
+    working until :meth:`finish` (or OPS, or the deadline)."""
+
+    def __init__(self, db: Path | str, namespaces: tuple[str, ...], where: Path) -> None:
+        self.outs = [where / f"agent{i}.json" for i in range(AGENTS)]
+        self.stop_file = where / "stop"
+        self.procs = [subprocess.Popen(
+            [sys.executable, str(HERE / "agent_proc.py"), str(db),
+             namespaces[i % len(namespaces)], str(i), str(OPS), str(DEADLINE_SECONDS),
+             str(self.stop_file), str(self.outs[i])],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"}) for i in range(AGENTS)]
+
+    def running(self) -> bool:
+        return any(p.poll() is None for p in self.procs)
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Tell them to stop; each must exit 0. Their results (saved ids, counts, errors)."""
+        self.stop_file.touch()
+        for proc in self.procs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+        return [json.loads(out.read_text()) for out in self.outs]
 
 
 def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -> None:
@@ -37,28 +64,18 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
     port = served.wait_for("http.listening")["port"]
     served.wait_for("daemon.ready")
 
-    outs = [tmp_path / f"agent{i}.json" for i in range(AGENTS)]
-    stop_file = tmp_path / "stop"
-    agents = [subprocess.Popen(
-        [sys.executable, str(HERE / "agent_proc.py"), str(db_path), "alpha" if i % 2 else "beta",
-         str(i), str(OPS), str(DEADLINE_SECONDS), str(stop_file), str(outs[i])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"}) for i in range(AGENTS)]
+    agents = Agents(db_path, ("beta", "alpha"), tmp_path)
     # The agents keep saving and injecting until the daemon has consolidated CYCLES times
     # under them (or they reach OPS).
     cycles = 0
-    while cycles < CYCLES and any(a.poll() is None for a in agents):
+    while cycles < CYCLES and agents.running():
         try:
             event = served.events.get(timeout=1)
         except queue.Empty:
             continue
         served.seen.append(event)
         cycles += event.get("event") == "cycle.finished"
-    stop_file.touch()
-    for proc in agents:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err
-    results = [json.loads(out.read_text()) for out in outs]
+    results = agents.finish()
 
     # The scheduler is still alive after the storm: one more trigger evaluation, then a clean
     # stop.

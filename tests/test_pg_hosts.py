@@ -8,12 +8,8 @@ two daemons at once, checked from the run table's times.
 
 from __future__ import annotations
 
-import json
-import os
 import queue
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,13 +18,10 @@ import pytest
 from remd import Memory
 from tests.pg_server import PgServer
 from tests.test_daemon import Served
+from tests.test_multiprocess import AGENTS, Agents
 
-AGENTS = 8
 NAMESPACES = ("alpha", "beta", "gamma", "delta")
-OPS = 40
 CYCLES = 8  # runs seen across both daemons before the agents are told to stop
-DEADLINE_SECONDS = 90
-HERE = Path(__file__).resolve().parent
 
 
 
@@ -52,17 +45,10 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
         d.wait_for("daemon.ready")
         pids.append(d.proc.pid)
 
-    outs = [tmp_path / f"agent{i}.json" for i in range(AGENTS)]
-    stop_file = tmp_path / "stop"
-    agents = [subprocess.Popen(
-        [sys.executable, str(HERE / "agent_proc.py"), url, NAMESPACES[i % len(NAMESPACES)],
-         str(i), str(OPS), str(DEADLINE_SECONDS), str(stop_file), str(outs[i])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"}) for i in range(AGENTS)]
+    agents = Agents(url, NAMESPACES, tmp_path)
     cycles = 0
     deadline = time.monotonic() + 240
-    while cycles < CYCLES and any(a.poll() is None for a in agents) \
-            and time.monotonic() < deadline:
+    while cycles < CYCLES and agents.running() and time.monotonic() < deadline:
         for d in daemons:
             try:
                 event = d.events.get(timeout=0.5)
@@ -70,11 +56,7 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
                 continue
             d.seen.append(event)
             cycles += event.get("event") == "cycle.finished"
-    stop_file.touch()
-    for proc in agents:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err
-    results = [json.loads(out.read_text()) for out in outs]
+    results = agents.finish()
     for d in daemons:
         while not d.events.empty():
             d.seen.append(d.events.get())
