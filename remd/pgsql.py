@@ -22,6 +22,7 @@ change-log triggers, the schema) is done by the PostgreSQL store and its schema,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 __all__ = ["translate"]
@@ -37,40 +38,30 @@ _INFINITY = re.compile(r"(?<![\w.])9e999\b")
 _RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
 
 
-def _split_args(body: str) -> list[str]:
-    """Top-level comma-separated arguments of a call's body."""
-    args, depth, start, quote = [], 0, 0, False
-    for i, ch in enumerate(body):
+def _outside_quotes(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, parenthesis depth after it) of each character of ``text`` from
+    ``start`` that is not inside a quoted literal."""
+    depth, quote = 0, False
+    for i in range(start, len(text)):
+        ch = text[i]
         if ch == "'":
             quote = not quote
-        elif quote:
-            continue
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append(body[start:i])
-            start = i + 1
-    args.append(body[start:])
-    return args
+        elif not quote:
+            depth += (ch == "(") - (ch == ")")
+            yield i, ch, depth
+
+
+def _split_args(body: str) -> list[str]:
+    """Top-level comma-separated arguments of a call's body."""
+    cuts = [i for i, ch, depth in _outside_quotes(body) if ch == "," and depth == 0]
+    return [body[a + 1:b] for a, b in zip([-1, *cuts], [*cuts, len(body)], strict=True)]
 
 
 def _close(sql: str, open_at: int) -> int:
     """Index of the parenthesis closing the one at ``open_at``."""
-    depth, quote = 0, False
-    for i in range(open_at, len(sql)):
-        ch = sql[i]
-        if ch == "'":
-            quote = not quote
-        elif quote:
-            continue
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
+    for i, ch, depth in _outside_quotes(sql, open_at):
+        if ch == ")" and depth == 0:
+            return i
     raise ValueError(f"unbalanced parentheses in SQL: {sql[:80]!r}")
 
 
