@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any, cast
 
+from remd import store
 from remd.config import StoreConfig
 from remd.errors import (
     DatabaseLocked,
@@ -304,19 +305,8 @@ class PgStore:
             conn = cast(PgConnection, held)
             local = self._local
             if local.depth:
-                name = f"remd_sp{next(self._savepoints)}"
-                conn.execute(f"SAVEPOINT {name}")
-                local.depth += 1
-                try:
+                with store.savepoint(held, local, f"remd_sp{next(self._savepoints)}"):
                     yield held
-                except BaseException:
-                    conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                    conn.execute(f"RELEASE SAVEPOINT {name}")
-                    raise
-                else:
-                    conn.execute(f"RELEASE SAVEPOINT {name}")
-                finally:
-                    local.depth -= 1
                 return
             conn.execute("BEGIN")
             local.depth = 1
@@ -339,8 +329,6 @@ class PgStore:
     @staticmethod
     def _prune_logs(conn: PgConnection) -> None:
         """As the SQLite store does (remd.store.LOG_KEEP rows kept, pruned in steps)."""
-        from remd import store
-
         keep, step = store.LOG_KEEP, store._LOG_STEP
         for table in ("tag_log", "node_log"):
             row = conn.execute(f"SELECT max(seq), min(seq) FROM {table}").fetchone()

@@ -372,18 +372,8 @@ class Store:
         with self.connection() as conn:
             local = self._local
             if local.depth:
-                name = f"remd_sp{next(self._savepoints)}"
-                conn.execute(f"SAVEPOINT {name}")
-                local.depth += 1
-                try:
+                with savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
                     yield conn
-                except BaseException:
-                    conn.execute(f"ROLLBACK TO {name}; RELEASE {name}")
-                    raise
-                else:
-                    conn.execute(f"RELEASE {name}")
-                finally:
-                    local.depth -= 1
                 return
             self._begin(conn)
             local.depth = 1
@@ -542,6 +532,24 @@ class Store:
                 conn.close()
         if self.checkpointer is not None:
             self.checkpointer.close()
+
+
+@contextlib.contextmanager
+def savepoint(conn: apsw.Connection, local: threading.local, name: str) -> Iterator[None]:
+    """A transaction nested in the one ``conn`` is in (either store's): rolled back alone on
+    any error; ``local.depth`` counts the nesting."""
+    conn.execute(f"SAVEPOINT {name}")
+    local.depth += 1
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+        raise
+    else:
+        conn.execute(f"RELEASE {name}")
+    finally:
+        local.depth -= 1
 
 
 def open_store(path: str | Path, config: StoreConfig, *, create: bool = True) -> Store:
