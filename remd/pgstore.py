@@ -22,6 +22,7 @@ a thread for the outermost block as the SQLite store does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import threading
 from collections.abc import Iterator, Sequence
@@ -200,6 +201,7 @@ def wrap(exc: Exception, url: str) -> Exception:
     return StoreError(f"database {where!r}: {str(exc).strip()[:300]}")
 
 
+@functools.cache
 def _float8_dumper() -> type:
     from psycopg.types.numeric import FloatDumper
 
