@@ -62,12 +62,30 @@ class PgServer:
                   str(self.root / "log"), "-o",
                   f"-k {self.root} -c listen_addresses='' -c fsync=off "
                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
-                  "-c log_min_duration_statement=-1", "start")
+                  "-c log_min_duration_statement=-1 "
+                  # statements sent, for the suite's routing check (tests/pg_routing.py)
+                  "-c shared_preload_libraries=pg_stat_statements "
+                  "-c pg_stat_statements.track=all -c pg_stat_statements.max=20000", "start")
         import psycopg
 
         with psycopg.connect(self.admin_url(), autocommit=True) as conn:
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'remd'").fetchone():
                 conn.execute("CREATE DATABASE remd")
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public")
+
+    def statements(self, *, reset: bool = True) -> set[str]:
+        """The texts of the statements database ``remd`` has run since the last reset
+        (pg_stat_statements: constants are ``$n``); ``reset``: forget them after reading."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT query FROM public.pg_stat_statements s JOIN pg_database d"
+                " ON d.oid = s.dbid WHERE d.datname = 'remd'").fetchall()
+            if reset:
+                conn.execute("SELECT public.pg_stat_statements_reset()")
+        return {str(row[0]) for row in rows}
 
     def stop(self) -> None:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate",

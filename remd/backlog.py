@@ -42,13 +42,15 @@ def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] 
     while limit is None or done < limit:
         want = batch if limit is None else min(batch, limit - done)
         if rids is not None:
+            assert namespace is not None, "rids are a namespace's"
             todo = list(rids[offset:offset + want])
             offset += want
             if not todo:
                 break
             with store.snapshot() as conn:
                 rows = list(rows_in(conn, "SELECT rid, namespace, content FROM nodes "
-                                          "WHERE rid IN ({marks}) AND embedded = 0", todo))
+                                          "WHERE namespace = ? AND rid IN ({marks}) "
+                                          "AND embedded = 0", todo, (namespace,)))
         elif namespace is None:
             rows = store.query("SELECT rid, namespace, content FROM nodes WHERE embedded = 0 "
                                "ORDER BY rid LIMIT ?", (want,))
@@ -73,8 +75,8 @@ def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] 
                 if mine:
                     write_sentence_vectors(conn, ns, rid, vectors[at:at + len(mine)])
                     at += len(mine)
-            conn.executemany("UPDATE nodes SET embedded = 1 WHERE rid = ?",
-                             [(r[0],) for r in rows])
+            conn.executemany("UPDATE nodes SET embedded = 1 WHERE namespace = ? AND rid = ?",
+                             [(r[1], r[0]) for r in rows])
         done += len(rows)
         if progress:
             progress(len(rows))

@@ -39,7 +39,7 @@ class View:
 
     def __init__(self, namespace: str, graph_capacity: int) -> None:
         self.namespace = namespace
-        self.graph = TagGraphCache(graph_capacity)
+        self.graph = TagGraphCache(namespace, graph_capacity)
         self.mirror = NodeMirror(namespace)
         self.bits = BitIndex(namespace)
         self.sentences = BitIndex(namespace, "sentence_vec")

@@ -150,8 +150,8 @@ class ClusterWriter:
             rows = conn.execute(
                 f"SELECT rid, id, status, importance, deprecated_by, confidence, created_at, "
                 f"last_access, valid_from FROM nodes "
-                f"WHERE rid IN ({','.join('?' * len(members))}) ORDER BY rid",
-                [self.m.rids[k] for k in members]).fetchall()
+                f"WHERE namespace = ? AND rid IN ({','.join('?' * len(members))}) ORDER BY rid",
+                [self.ns, *(self.m.rids[k] for k in members)]).fetchall()
             if reason is None and (len(rows) != len(members)
                                    or any(r[2] != "live" for r in rows)):
                 reason = "a member changed since the run was planned"
@@ -163,9 +163,9 @@ class ClusterWriter:
                 assert isinstance(answer, SynthesisAnswer)
                 synthesis_id = self._commit(conn, rows, answer, members)
             conn.execute(
-                "INSERT INTO rem_clusters (run_id, cluster_no, status, synthesis_id, members, "
-                "reason) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.run_id, no, status.value, synthesis_id,
+                "INSERT INTO rem_clusters (namespace, run_id, cluster_no, status, synthesis_id, "
+                "members, reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (self.ns, self.run_id, no, status.value, synthesis_id,
                  json.dumps(before), reason))
             # Nothing denser can be written from these as they are (the whole cluster, or what
             # a split left out): later automatic runs leave them alone until they change or
@@ -179,7 +179,8 @@ class ClusterWriter:
                     self.left_out[no] = left
             conn.execute(
                 "UPDATE rem_runs SET synthesised = synthesised + ?, skipped = skipped + ? "
-                "WHERE run_id = ?", (0 if reason else 1, 1 if reason else 0, self.run_id))
+                "WHERE namespace = ? AND run_id = ?",
+                (0 if reason else 1, 1 if reason else 0, self.ns, self.run_id))
             self.heartbeat(conn)
         if reason:
             # Left alone because nothing denser keeps its facts: what REM is meant to do, not a
@@ -226,15 +227,16 @@ class ClusterWriter:
             "INSERT INTO edges (namespace, src, dst, type, weight, created_at, rem_run) "
             "VALUES (?, ?, ?, 'DERIVED_FROM', 1.0, ?, ?)",
             [(self.ns, sid, m, self.now, self.run_id) for m in ids])
-        conn.executemany("UPDATE nodes SET status = 'deprecated', deprecated_by = ? WHERE rid = ?",
-                         [(sid, r) for r in rids])
+        conn.executemany("UPDATE nodes SET status = 'deprecated', deprecated_by = ? "
+                         "WHERE namespace = ? AND rid = ?", [(sid, self.ns, r) for r in rids])
         if cfg.synthesis_vector == "centroid":
             centroid = self.m.vectors[members].astype(np.float64).sum(axis=0)
             norm = float(np.linalg.norm(centroid))
             if norm > 0:
                 vec = (centroid / norm).astype(np.float32)
                 write_vectors(conn, self.ns, [rid], vec)
-                conn.execute("UPDATE nodes SET embedded = 1 WHERE rid = ?", (rid,))
+                conn.execute("UPDATE nodes SET embedded = 1 WHERE namespace = ? AND rid = ?",
+                             (self.ns, rid))
                 return sid
         self.synthesis_rids.append(rid)  # embedded from its text after the run
         return sid
@@ -258,7 +260,8 @@ class ClusterWriter:
         marks = ",".join("?" * len(members))
         rows: list[tuple[Any, ...]] = conn.execute(
             f"SELECT nt.tid, t.name, nt.weight FROM node_tags nt JOIN tags t "
-            f"ON t.tid = nt.tid WHERE nt.rid IN ({marks})", members).fetchall()
+            f"ON t.namespace = nt.namespace AND t.tid = nt.tid "
+            f"WHERE nt.namespace = ? AND nt.rid IN ({marks})", (self.ns, *members)).fetchall()
         count: Counter[int] = Counter(r[0] for r in rows)
         weight: dict[int, float] = {}
         name_of: dict[int, str] = {}
@@ -289,8 +292,8 @@ class ClusterWriter:
             return
         tmarks = ",".join("?" * len(usable))
         df_rows: list[Any] = conn.execute(
-            f"SELECT tid, count(*) FROM node_tags WHERE live = 1 AND tid IN ({tmarks}) "
-            f"GROUP BY tid", usable).fetchall()
+            f"SELECT tid, count(*) FROM node_tags WHERE namespace = ? AND live = 1 "
+            f"AND tid IN ({tmarks}) GROUP BY tid", (self.ns, *usable)).fetchall()
         live_df: dict[int, int] = {int(t): int(c) for t, c in df_rows}
         n = max(self.m.live_before, 1)
         cap = specific_cap(self.engine.config.rem, n)
@@ -305,9 +308,10 @@ class ClusterWriter:
         chosen = (shared_names + nouns + lone_names)[:self.engine.config.rem.synthesis_max_tags]
         if not chosen:
             chosen = sorted(usable, key=rank)[:1]
-        conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
-                         [(t, rid, weight[t]) for t in chosen])
-        conn.executemany("UPDATE tags SET df = df + 1 WHERE tid = ?", [(t,) for t in chosen])
+        conn.executemany("INSERT INTO node_tags (namespace, tid, rid, weight) "
+                         "VALUES (?, ?, ?, ?)", [(self.ns, t, rid, weight[t]) for t in chosen])
+        conn.executemany("UPDATE tags SET df = df + 1 WHERE namespace = ? AND tid = ?",
+                         [(self.ns, t) for t in chosen])
 
     def _inherit(self, conn: apsw.Connection, sid: str, ids: list[str]) -> None:
         """Re-point the members' edges to and from outside the cluster onto the synthesis."""
@@ -334,8 +338,9 @@ class ClusterWriter:
                 [(self.ns, sid if outward else other, other if outward else sid, type_, w, ctx,
                   created, self.run_id) for (other, type_), (_, _, _, w, ctx, created)
                  in best.items()])
-            conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE eid = ?",
-                             [(self.run_id, row[0]) for row in rows])
+            conn.executemany("UPDATE edges SET live = 0, retired_by = ? "
+                             "WHERE namespace = ? AND eid = ?",
+                             [(self.run_id, self.ns, row[0]) for row in rows])
 
 
 def _taggable(name: str, is_name: bool) -> bool:

@@ -33,8 +33,9 @@ class Boostable(Protocol):
     speaker: float
 
 
-def speaker_boost(conn: apsw.Connection, query: str, cands: Mapping[int, Boostable],
-                  weight: float, synthesis: Callable[[int], bool]) -> None:
+def speaker_boost(conn: apsw.Connection, namespace: str, query: str,
+                  cands: Mapping[int, Boostable], weight: float,
+                  synthesis: Callable[[int], bool]) -> None:
     """Multiply the score of each candidate said by someone ``query`` names by ``1 +
     weight`` (recorded in its ``speaker``): the header's speaker, or for a synthesis of chat
     turns (``synthesis(rid)``) any speaker of its first turns (:func:`remd.text.speakers`).
@@ -56,8 +57,8 @@ def speaker_boost(conn: apsw.Connection, query: str, cands: Mapping[int, Boostab
             continue
         marks = ",".join("?" * len(rids))
         for rid, head in conn.execute(
-                f"SELECT rid, substr(content, 1, {chars}) FROM nodes WHERE rid IN ({marks})",
-                rids):
+                f"SELECT rid, substr(content, 1, {chars}) FROM nodes "
+                f"WHERE namespace = ? AND rid IN ({marks})", (namespace, *rids)):
             text = str(head)
             low = text.casefold()
             if any(n in low for n in named) and tx.speakers(text) & named:

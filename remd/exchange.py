@@ -96,8 +96,10 @@ def export_lines(engine: Engine, namespace: str) -> Iterator[str]:
                                    "context": context, "created_at": iso(created)}},
                          ensure_ascii=False)
     for child, parent in engine.store.query(
-        "SELECT c.name, p.name FROM tag_parents tp JOIN tags c ON c.tid = tp.child "
-        "JOIN tags p ON p.tid = tp.parent WHERE c.namespace = ? ORDER BY c.name, p.name",
+        "SELECT c.name, p.name FROM tag_parents tp "
+        "JOIN tags c ON c.namespace = tp.namespace AND c.tid = tp.child "
+        "JOIN tags p ON p.namespace = tp.namespace AND p.tid = tp.parent "
+        "WHERE tp.namespace = ? ORDER BY c.name, p.name",
         (namespace,)):
         yield json.dumps({"edge": {"src": f"tag:{child}", "dst": f"tag:{parent}",
                                    "type": EdgeType.IS_SUBTYPE_OF.value}})

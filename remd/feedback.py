@@ -67,23 +67,22 @@ def feedback(engine: Engine, namespace: str, pack_id: str,
         if conn.execute("SELECT 1 FROM packs WHERE pack_id = ? AND namespace = ?",
                         (pack_id, ns)).fetchone() is None:
             raise NotFound("pack", pack_id, ns)
-        given = conn.execute("SELECT accepted FROM feedback WHERE pack_id = ?",
-                             (pack_id,)).fetchone()
+        given = conn.execute("SELECT accepted FROM feedback WHERE namespace = ? AND pack_id = ?",
+                             (ns, pack_id)).fetchone()
         if given is not None:
             return FeedbackResult(pack_id=pack_id, accepted=float(given[0]),
                                   edges_updated=0, applied=False)
         paths = [str(r[0]) for r in conn.execute(
-            "SELECT path FROM pack_items WHERE pack_id = ? ORDER BY rank", (pack_id,))]
+            "SELECT path FROM pack_items WHERE namespace = ? AND pack_id = ? ORDER BY rank",
+            (ns, pack_id))]
         edges = _path_edges(paths)
         updated = 0
         for src, dst in edges:
             # Both tags must still be this namespace's (a merge may have removed one).
             updated += conn.execute(
                 "UPDATE tag_edges SET weight = max(?, (1.0 - ?) * weight + ? * ?) "
-                "WHERE src = ? AND dst = ? "
-                "AND EXISTS (SELECT 1 FROM tags WHERE tid = ? AND namespace = ?) "
-                "RETURNING 1", (MIN_WEIGHT, eta, eta, target, src, dst, src, ns)
-            ).fetchone() is not None
-        conn.execute("INSERT INTO feedback (pack_id, accepted, at) VALUES (?, ?, ?)",
-                     (pack_id, target, now))
+                "WHERE namespace = ? AND src = ? AND dst = ? RETURNING 1",
+                (MIN_WEIGHT, eta, eta, target, ns, src, dst)).fetchone() is not None
+        conn.execute("INSERT INTO feedback (namespace, pack_id, accepted, at) "
+                     "VALUES (?, ?, ?, ?)", (ns, pack_id, target, now))
     return FeedbackResult(pack_id=pack_id, accepted=target, edges_updated=updated, applied=True)

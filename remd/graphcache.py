@@ -32,7 +32,8 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store import int_scalar, rows_in
+from remd import changelog
+from remd.store import rows_in
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
 _EVICT_MAX = 4096
@@ -64,7 +65,8 @@ _Rows = TypeVar("_Rows", Edges, Members)
 class TagGraphCache:
     """The cached rows of one namespace's tags."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, namespace: str, capacity: int) -> None:
+        self.namespace = namespace
         self.capacity = capacity
         self.keeping = False  # set by size_for: is the namespace large enough to cache?
         self.edges: dict[int, Edges] = {}
@@ -80,22 +82,21 @@ class TagGraphCache:
         """Evict what changed since the last sync (in the caller's read snapshot)."""
         if not self.keeping:
             return
-        top = int_scalar(conn, "SELECT max(seq) FROM tag_log")
+        ns = self.namespace
+        top = changelog.newest(conn, "tag_log", ns)
         if top == self.seq:
             return
         if self.seq is None or top < self.seq:  # first use, or the log was emptied/rebuilt
             self.clear()
         else:
-            low = int_scalar(conn, "SELECT min(seq) FROM tag_log")
             changed = None
-            if low <= self.seq + 1:  # nothing after our last look has been pruned
-                changed = [int(r[0]) for r in conn.execute(
-                    "SELECT DISTINCT tid FROM tag_log WHERE seq > ? LIMIT ?",
-                    (self.seq, _EVICT_MAX + 1))]
+            if changelog.intact(conn, "tag_log", ns, self.seq):
+                changed = [int(r[0]) for r in changelog.since(
+                    conn, "tag_log", "DISTINCT tid", ns, self.seq, _EVICT_MAX + 1)]
             if changed is None or len(changed) > _EVICT_MAX:
                 self.clear()
             else:
-                for tid in changed:  # other namespaces' tags are simply not here
+                for tid in changed:  # (on SQLite, other namespaces' tags are not here)
                     for table in (self.edges, self.members, self.info):
                         gone = table.pop(tid, None)
                         if gone is not None:
@@ -129,8 +130,9 @@ class TagGraphCache:
         cached = self._cached(self.edges, tid, limit)
         if cached is not None:
             return cached
-        ids, weights = _rows(conn, "SELECT dst, weight FROM tag_edges WHERE src = ? "
-                                   "ORDER BY weight DESC LIMIT ?", (tid, limit))
+        ids, weights = _rows(conn, "SELECT dst, weight FROM tag_edges WHERE namespace = ? "
+                                   "AND src = ? ORDER BY weight DESC, dst LIMIT ?",
+                             (self.namespace, tid, limit))
         edges = Edges(np.frombuffer(ids, np.int64), np.frombuffer(weights, np.float64), limit)
         self._put(self.edges, tid, edges)
         return edges
@@ -140,9 +142,9 @@ class TagGraphCache:
         cached = self._cached(self.members, tid, limit)
         if cached is not None:
             return cached
-        ids, weights = _rows(conn, "SELECT rid, weight FROM node_tags WHERE tid = ? "
-                                   "AND live = 1 ORDER BY weight DESC, rid DESC LIMIT ?",
-                             (tid, limit))
+        ids, weights = _rows(conn, "SELECT rid, weight FROM node_tags WHERE namespace = ? "
+                                   "AND tid = ? AND live = 1 ORDER BY weight DESC, rid DESC "
+                                   "LIMIT ?", (self.namespace, tid, limit))
         members = Members(ids.tolist(), weights.tolist(), limit)
         self._put(self.members, tid, members)
         return members
@@ -158,7 +160,8 @@ class TagGraphCache:
             else:
                 out[tid] = got
         for tid, name, df in rows_in(
-                conn, "SELECT tid, name, df FROM tags WHERE tid IN ({marks})", missing):
+                conn, "SELECT tid, name, df FROM tags WHERE namespace = ? AND tid IN ({marks})",
+                missing, (self.namespace,)):
             out[tid] = (str(name), int(df))
             if self.keeping:
                 if tid not in self.info:

@@ -146,19 +146,20 @@ def compute_importance(engine: Engine, ns: str, now: float) -> NamespaceScores:
         created_at=np.fromiter((r[3] for r in rows), np.float64, n), scores=scores)
 
 
-def store_importance(engine: Engine, result: NamespaceScores) -> int:
+def store_importance(engine: Engine, ns: str, result: NamespaceScores) -> int:
     """Write computed importances in one transaction; returns how many rows changed.
 
     Only rows still live are touched, so a memory deprecated or forgotten since the scores were
     read keeps its value.
     """
     values = result.scores.importance
-    params = [(float(v), int(rid), float(v)) for v, rid in zip(values, result.rids, strict=True)]
+    params = [(float(v), ns, int(rid), float(v))
+              for v, rid in zip(values, result.rids, strict=True)]
     with engine.store.transaction() as conn:
         before = conn.total_changes()
         conn.executemany(
-            "UPDATE nodes SET importance = ? WHERE rid = ? AND status = 'live' "
-            "AND importance IS NOT ?", params)
+            "UPDATE nodes SET importance = ? WHERE namespace = ? AND rid = ? "
+            "AND status = 'live' AND importance IS NOT ?", params)
         return int(conn.total_changes() - before)
 
 
@@ -167,7 +168,7 @@ def refresh_importance(engine: Engine, ns: str, now: float | None = None) -> Nam
     (default: the engine's clock). Raises StoreError if the file can't be written."""
     at = engine.clock() if now is None else now
     result = compute_importance(engine, ns, at)
-    store_importance(engine, result)
+    store_importance(engine, ns, result)
     return result
 
 

@@ -197,8 +197,8 @@ class Writer:
                     # the fact gains trust and counts as used.
                     conn.execute(
                         "UPDATE nodes SET confidence = min(1.0, confidence + ?), "
-                        "last_access = max(last_access, ?) WHERE rid = ?",
-                        (CONFIRM_STEP, created, old_rid))
+                        "last_access = max(last_access, ?) WHERE namespace = ? AND rid = ?",
+                        (CONFIRM_STEP, created, self.ns, old_rid))
                     return int(str(old_rid)), str(old_id)
             for _, old_id, old_value, old_conf, old_from, _ in live:
                 superseded.append((str(old_id), created))
@@ -231,8 +231,9 @@ class Writer:
         self._write_tags(rid, draft, now)
         for old_id, at in superseded:
             conn.execute(
-                "UPDATE nodes SET status = 'superseded', valid_until = ? WHERE id = ?",
-                (at, old_id),
+                "UPDATE nodes SET status = 'superseded', valid_until = ? "
+                "WHERE namespace = ? AND id = ?",
+                (at, self.ns, old_id),
             )
             self.add_edge(node_id, old_id, EdgeType.SUPERSEDES, created, context=fact_key)
         if draft.status is None:
@@ -255,30 +256,34 @@ class Writer:
         follow; co-occurrence edges of dropped pairs lose their count (gone at zero), new pairs
         gain one. False if the memory is no longer live (forgotten or folded meanwhile)."""
         conn = self.conn
-        if conn.execute("SELECT 1 FROM nodes WHERE rid = ? AND status = 'live'",
-                        (rid,)).fetchone() is None:
+        ns = self.ns
+        if conn.execute("SELECT 1 FROM nodes WHERE namespace = ? AND rid = ? AND status = 'live'",
+                        (ns, rid)).fetchone() is None:
             return False
         current = {str(name): int(str(tid)) for tid, name in conn.execute(
-            "SELECT t.tid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
-            "WHERE nt.rid = ?", (rid,)).fetchall()}
+            "SELECT t.tid, t.name FROM node_tags nt JOIN tags t "
+            "ON t.namespace = nt.namespace AND t.tid = nt.tid "
+            "WHERE nt.namespace = ? AND nt.rid = ?", (ns, rid)).fetchall()}
         wanted = {name: w for name, w in weights.items() if name not in keep}
         drop = [tid for name, tid in current.items() if name not in keep and name not in wanted]
         if drop:
             stay = [tid for tid in current.values() if tid not in drop]
-            conn.executemany("DELETE FROM node_tags WHERE rid = ? AND tid = ?",
-                             [(rid, tid) for tid in drop])
-            conn.executemany("UPDATE tags SET df = max(df - 1, 0) WHERE tid = ?",
-                             [(tid,) for tid in drop])
+            conn.executemany("DELETE FROM node_tags WHERE namespace = ? AND rid = ? AND tid = ?",
+                             [(ns, rid, tid) for tid in drop])
+            conn.executemany("UPDATE tags SET df = max(df - 1, 0) WHERE namespace = ? AND tid = ?",
+                             [(ns, tid) for tid in drop])
             gone = [(a, b) for a in drop for b in current.values() if a != b]
             gone += [(b, a) for a in drop for b in stay]
-            conn.executemany("UPDATE tag_edges SET count = count - 1 WHERE src = ? AND dst = ?",
-                             gone)
-            conn.executemany("DELETE FROM tag_edges WHERE src = ? AND dst = ? AND count <= 0",
-                             gone)
+            pairs = [(ns, a, b) for a, b in gone]
+            conn.executemany("UPDATE tag_edges SET count = count - 1 "
+                             "WHERE namespace = ? AND src = ? AND dst = ?", pairs)
+            conn.executemany("DELETE FROM tag_edges "
+                             "WHERE namespace = ? AND src = ? AND dst = ? AND count <= 0", pairs)
         for name, w in wanted.items():
             if name in current:
-                conn.execute("UPDATE node_tags SET weight = ? WHERE rid = ? AND tid = ?",
-                             (w, rid, current[name]))
+                conn.execute("UPDATE node_tags SET weight = ? "
+                             "WHERE namespace = ? AND rid = ? AND tid = ?",
+                             (w, ns, rid, current[name]))
         fresh = {name: w for name, w in wanted.items() if name not in current}
         if fresh:
             self._link(rid, fresh, now, [tid for tid in current.values() if tid not in drop])
@@ -288,20 +293,21 @@ class Writer:
         """Tag ``rid`` with ``weights`` (new to it) beside the tags ``others`` it keeps."""
         tids = [(self._tag_id(name, now), w) for name, w in weights.items()]
         self.conn.executemany(
-            "INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
-            [(tid, rid, w) for tid, w in tids],
+            "INSERT INTO node_tags (namespace, tid, rid, weight) VALUES (?, ?, ?, ?)",
+            [(self.ns, tid, rid, w) for tid, w in tids],
         )
         self.conn.executemany(
-            "UPDATE tags SET df = df + 1 WHERE tid = ?", [(tid,) for tid, _ in tids]
+            "UPDATE tags SET df = df + 1 WHERE namespace = ? AND tid = ?",
+            [(self.ns, tid) for tid, _ in tids]
         )
         pairs = [(a, b) for a, _ in tids for b, _ in tids if a != b]
         pairs += [p for a, _ in tids for b in others for p in ((a, b), (b, a))]
         if pairs:
             self.conn.executemany(
-                "INSERT INTO tag_edges (src, dst, count, weight) VALUES (?, ?, 1, ?) "
+                "INSERT INTO tag_edges (namespace, src, dst, count, weight) VALUES (?, ?, ?, 1, ?) "
                 "ON CONFLICT (src, dst) DO UPDATE SET count = tag_edges.count + 1, "
                 "weight = tag_edges.weight + (1.0 - tag_edges.weight) * ?",
-                [(a, b, NEW_EDGE_WEIGHT, COOCCUR_STEP) for a, b in pairs],
+                [(self.ns, a, b, NEW_EDGE_WEIGHT, COOCCUR_STEP) for a, b in pairs],
             )
 
     def _write_links(self, node_id: str, content: str, at: float) -> None:

@@ -248,19 +248,19 @@ class _Injector:
         counts = self.engine.caches.terms
         k = cfg.fts_k
         try:
-            counts.sync(conn)
+            counts.sync(conn, self.ns)
             self.terms = lexical.query_terms(conn, query, cfg.fts_max_terms)
-            expr = lexical.match_expression(conn, self.terms, counts,
+            expr = lexical.match_expression(conn, self.ns, self.terms, counts,
                                             max_postings=cfg.fts_max_postings)
             if expr is None:
                 return []
             # FTS5 alone first: joining nodes for the namespace and status costs a row lookup
             # per matching posting. _resolve keeps this namespace's live hits.
-            rows = lexical.search(conn, expr, 2 * k)
+            rows = lexical.search(conn, expr, 2 * k, self.ns)
             hits = self._resolve(conn, rows)
             if len(hits) < k and len(rows) == 2 * k:
                 # Most matches belong to other namespaces or dead nodes: filter in SQL.
-                hits = self._resolve(conn, lexical.search(conn, expr, k, self.ns))
+                hits = self._resolve(conn, lexical.search(conn, expr, k, self.ns, filtered=True))
         except apsw.SQLError as exc:  # a tokenizer edge case must not fail the inject
             log.warning("inject.fts_failed", error=str(exc))
             return []
@@ -395,7 +395,7 @@ class _Injector:
         self._load(cands)
         self._score(cands)
         touched += self._context(conn, cands)
-        cues.speaker_boost(conn, query, cands, cfg.speaker_weight,
+        cues.speaker_boost(conn, self.ns, query, cands, cfg.speaker_weight,
                            lambda rid: cands[rid].kind is NodeKind.SYNTHESIS)
         facts = self._facts(conn, query, cands)
         unrelated = None
@@ -514,7 +514,8 @@ class _Injector:
         marks = ",".join("?" * len(rids))
         contents: dict[int, str] = {}
         for r, ident, text in conn.execute(
-                f"SELECT rid, id, content FROM nodes WHERE rid IN ({marks})", list(rids)):
+                f"SELECT rid, id, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
+                (self.ns, *rids)):
             contents[int(r)] = str(text)
             self.ids[int(r)] = str(ident)
         tags = self.nodes.tags_of(conn, rids)
@@ -545,14 +546,15 @@ class _Injector:
             rows = []
             for rank, ((c, score, _), item) in enumerate(zip(picked, pack.items, strict=True)):
                 path = f"[{', '.join(map(str, paths.get(c.via, ())))}]"  # as json.dumps writes
-                rows.append((pack.pack_id, rank, c.rid, score, item.tokens, c.importance, path))
+                rows.append((self.ns, pack.pack_id, rank, c.rid, score, item.tokens,
+                             c.importance, path))
             conn.executemany(
-                "INSERT INTO pack_items (pack_id, rank, rid, score, tokens, importance, path) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                "INSERT INTO pack_items (namespace, pack_id, rank, rid, score, tokens, "
+                "importance, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             conn.executemany(
                 "UPDATE nodes SET access_count = access_count + 1, "
-                "last_access = max(last_access, ?) WHERE rid = ?",
-                [(self.now, c.rid) for c, _, _ in picked])
+                "last_access = max(last_access, ?) WHERE namespace = ? AND rid = ?",
+                [(self.now, self.ns, c.rid) for c, _, _ in picked])
             conn.executemany(
                 "INSERT INTO access_log (rid, namespace, at, pack_id) VALUES (?, ?, ?, ?)",
                 [(c.rid, self.ns, self.now, pack.pack_id) for c, _, _ in picked])

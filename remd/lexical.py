@@ -6,7 +6,9 @@ counted in the index up to ``fts_max_postings``; words are kept rarest first whi
 postings stay within that budget, so bm25's work is bounded whatever the index size.
 
 Counting is the expensive part (one capped FTS5 scan per word), and agents reuse their words,
-so :class:`TermCounts` keeps the counts per file and process and keeps them exact: the index
+so :class:`TermCounts` keeps the counts per process and keeps them exact (per file on SQLite,
+whose FTS5 index and statistics are file-wide; per namespace on PostgreSQL, whose term index
+and statistics are each namespace's own, so that every statement names one): the index
 changes only when a node is inserted or deleted (content is never updated), both logged in
 ``node_log`` (migration 0006); an insert's words are tokenised and the counts it changes are
 adjusted, a deletion (a REM rollback) drops them all.
@@ -21,8 +23,8 @@ from typing import Any
 
 import apsw
 
+from remd import changelog
 from remd.pgstore import is_postgres
-from remd.store import int_scalar
 from remd.text import FUNCTION_WORDS, QUESTION_WORDS
 
 _TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # as schema.sql's node_fts
@@ -60,16 +62,17 @@ class TermCounts:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()  # shared by every namespace's injects
-        self.counts: dict[tuple[str, int], int] = {}
-        self.words: dict[tuple[str, int], str] = {}  # the quoted word each count is for
-        self.seq: int | None = None  # last node_log entry applied
+        # (scope, stem, cap) -> count; scope: the namespace on PostgreSQL, "" on SQLite
+        self.counts: dict[tuple[str, str, int], int] = {}
+        self.words: dict[tuple[str, str, int], str] = {}  # the quoted word each count is for
+        self.seq: dict[str, int] = {}  # per scope, its last node_log entry applied
         self.hits = 0
         self.misses = 0
 
     def nbytes(self) -> int:
         return 200 * len(self.counts)
 
-    def sync(self, conn: apsw.Connection) -> None:
+    def sync(self, conn: apsw.Connection, namespace: str) -> None:
         """Adjust the counts for the nodes inserted since the last look (in this snapshot).
 
         A snapshot older than the last look (another namespace's inject, on another thread,
@@ -77,52 +80,63 @@ class TermCounts:
         slightly newer index, which only steers the choice of query words.
         """
         with self.lock:
-            self._sync(conn)
+            self._sync(conn, scope(conn, namespace))
 
-    def _sync(self, conn: apsw.Connection) -> None:
-        top = int_scalar(conn, "SELECT max(seq) FROM node_log")
-        if top == self.seq or (self.seq is not None and top < self.seq and self.counts):
+    def _drop(self, scope: str) -> None:
+        for key in [key for key in self.counts if key[0] == scope]:
+            del self.counts[key]
+            del self.words[key]
+
+    def _sync(self, conn: apsw.Connection, scope: str) -> None:
+        top = changelog.newest(conn, "node_log", scope)
+        seen = self.seq.get(scope)
+        mine = any(key[0] == scope for key in self.counts)
+        if top == seen or (seen is not None and top < seen and mine):
             return
-        if self.seq is None or top < self.seq or not self.counts:
-            self.counts.clear()
-        elif int_scalar(conn, "SELECT min(seq) FROM node_log") > self.seq + 1:
-            self.counts.clear()  # entries we had not seen were pruned
+        if seen is None or top < seen or not mine:
+            self._drop(scope)
+        elif not changelog.intact(conn, "node_log", scope, seen):
+            self._drop(scope)  # entries we had not seen were pruned
         else:
-            rows: list[tuple[Any, ...]] = conn.execute(
-                "SELECT rid, op FROM node_log WHERE seq > ? AND op != 'u' LIMIT ?",
-                (self.seq, _ADJUST_MAX + 1)).fetchall()
+            rows = changelog.since(conn, "node_log", "rid, op", scope, seen, _ADJUST_MAX + 1,
+                                   "AND op != 'u'")
             if len(rows) > _ADJUST_MAX or any(op == "d" for _, op in rows):
-                self.counts.clear()
+                self._drop(scope)
             elif rows:
-                self._add(conn, [int(rid) for rid, _ in rows])
-        self.seq = top
+                self._add(conn, scope, [int(rid) for rid, _ in rows])
+        self.seq[scope] = top
 
-    def _add(self, conn: apsw.Connection, rids: list[int]) -> None:
+    def _add(self, conn: apsw.Connection, scope: str, rids: list[int]) -> None:
         marks = ",".join("?" * len(rids))
-        for (content,) in conn.execute(f"SELECT content FROM nodes WHERE rid IN ({marks})",
-                                       rids):
+        sql = f"SELECT content FROM nodes WHERE rid IN ({marks})"
+        if scope:
+            sql, rids = f"SELECT content FROM nodes WHERE namespace = ? AND rid IN ({marks})", [
+                scope, *rids]  # type: ignore[list-item]
+        for (content,) in conn.execute(sql, rids):
             stems = set(stem_counts(conn, str(content)))
             for key, n in self.counts.items():
-                stem, cap = key
-                if stem in stems and n <= cap:  # a count past the cap stays "past the cap"
+                at, stem, cap = key
+                if at == scope and stem in stems and n <= cap:  # past the cap stays past it
                     self.counts[key] = n + 1
 
-    def count(self, conn: apsw.Connection, stem: str, quoted: str, cap: int) -> int:
-        """How many indexed memories hold the word, counted up to ``cap + 1``."""
+    def count(self, conn: apsw.Connection, namespace: str, stem: str, quoted: str,
+              cap: int) -> int:
+        """How many indexed memories hold the word (of the file on SQLite, of ``namespace``
+        on PostgreSQL), counted up to ``cap + 1``."""
         with self.lock:
-            return self._count(conn, stem, quoted, cap)
+            return self._count(conn, scope(conn, namespace), stem, quoted, cap)
 
-    def _count(self, conn: apsw.Connection, stem: str, quoted: str, cap: int) -> int:
-        key = (stem, cap)
+    def _count(self, conn: apsw.Connection, at: str, stem: str, quoted: str, cap: int) -> int:
+        key = (at, stem, cap)
         n = self.counts.get(key)
         if n is not None:
             self.hits += 1
             return n
         self.misses += 1
-        if is_postgres(conn):
+        if at:
             row = conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM node_terms WHERE stem = ? LIMIT ?) AS t",
-                (stem, cap + 1)).fetchone()
+                "SELECT count(*) FROM (SELECT 1 FROM node_terms WHERE namespace = ? AND stem = ? "
+                "LIMIT ?) AS t", (at, stem, cap + 1)).fetchone()
         else:
             row = conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? LIMIT ?)",
@@ -134,6 +148,12 @@ class TermCounts:
         self.counts[key] = n
         self.words[key] = quoted
         return n
+
+
+def scope(conn: Any, namespace: str) -> str:
+    """Whose term statistics a namespace's search uses: the file's on SQLite (FTS5's are
+    file-wide: ""), the namespace's own on PostgreSQL."""
+    return namespace if is_postgres(conn) else ""
 
 
 def query_terms(conn: apsw.Connection, query: str, max_terms: int) -> dict[str, str]:
@@ -186,16 +206,16 @@ def unindex_text(conn: apsw.Connection, rid: int, namespace: str, content: str) 
         conn.execute("INSERT INTO node_fts (node_fts, rowid, content) VALUES ('delete', ?, ?)",
                      (rid, content))
         return
-    row = conn.execute("DELETE FROM node_terms_len WHERE rid = ? RETURNING len",
-                       (rid,)).fetchone()
+    row = conn.execute("DELETE FROM node_terms_len WHERE namespace = ? AND rid = ? RETURNING len",
+                       (namespace, rid)).fetchone()
     conn.execute("DELETE FROM node_terms WHERE namespace = ? AND rid = ?", (namespace, rid))
     if row is not None:
         conn.execute("UPDATE fts_stats SET docs = docs - 1, terms = terms - ? "
                      "WHERE namespace = ?", (row[0], namespace))
 
 
-def match_expression(conn: apsw.Connection, terms: dict[str, str], counts: TermCounts, *,
-                     max_postings: int) -> str | None:
+def match_expression(conn: apsw.Connection, namespace: str, terms: dict[str, str],
+                     counts: TermCounts, *, max_postings: int) -> str | None:
     """A safe FTS5 MATCH string: the rarer of ``terms`` (:func:`query_terms`), each quoted,
     OR-ed (None: no word worth searching).
 
@@ -205,7 +225,7 @@ def match_expression(conn: apsw.Connection, terms: dict[str, str], counts: TermC
     docs = []
     for stem, word in terms.items():
         quoted = '"' + word.replace('"', '""') + '"'
-        n = counts.count(conn, stem, quoted, max_postings)
+        n = counts.count(conn, namespace, stem, quoted, max_postings)
         if 0 < n <= max_postings:
             docs.append((n, quoted))
     docs.sort()
@@ -219,14 +239,15 @@ def match_expression(conn: apsw.Connection, terms: dict[str, str], counts: TermC
     return " OR ".join(chosen) if chosen else None
 
 
-def search(conn: apsw.Connection, expr: str, limit: int, namespace: str | None = None
-           ) -> list[tuple[int, float]]:
-    """(rid, bm25 score, higher is better) of the best ``limit`` matches, any namespace and
-    status; with ``namespace``, only that namespace's live and deprecated nodes (a join per
-    matching posting: for when most matches are others')."""
+def search(conn: apsw.Connection, expr: str, limit: int, namespace: str, *,
+           filtered: bool = False) -> list[tuple[int, float]]:
+    """(rid, bm25 score, higher is better) of the best ``limit`` matches, any status, of the
+    file on SQLite, of ``namespace`` on PostgreSQL; ``filtered``: only ``namespace``'s live
+    and deprecated nodes (a join per matching posting: for when most matches are others' or
+    dead)."""
     if is_postgres(conn):
-        return _bm25(conn, expr, limit, namespace)
-    if namespace is None:
+        return _bm25(conn, expr, limit, namespace, filtered)
+    if not filtered:
         rows = conn.execute("SELECT rowid, bm25(node_fts) AS s FROM node_fts "
                             "WHERE node_fts MATCH ? ORDER BY s LIMIT ?", (expr, limit))
     else:
@@ -238,21 +259,24 @@ def search(conn: apsw.Connection, expr: str, limit: int, namespace: str | None =
     return [(int(rid), -float(s)) for rid, s in rows]
 
 
-def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str | None
+def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str, filtered: bool
           ) -> list[tuple[int, float]]:
-    """FTS5's bm25 over the PostgreSQL term index, for the words of ``expr`` (their postings
-    are bounded by :func:`match_expression`): the same terms, counts and formula."""
+    """FTS5's bm25 over the PostgreSQL term index of ``namespace``, for the words of ``expr``
+    (their postings are bounded by :func:`match_expression`): the same terms and formula, with
+    the namespace's counts."""
     words = [w[1:-1].replace('""', '"') for w in expr.split(" OR ")]
     wanted = sorted({stem for w in words for stem in stem_counts(conn, w)})
     if not wanted:
         return []
     marks = ",".join("?" * len(wanted))
-    stats = conn.execute("SELECT sum(docs), sum(terms) FROM fts_stats").fetchone() or (0, 0)
+    stats = conn.execute("SELECT docs, terms FROM fts_stats WHERE namespace = ?",
+                         (namespace,)).fetchone() or (0, 0)
     docs = float(stats[0] or 0)
     avgdl = float(stats[1] or 0) / docs if docs else 1.0
     rows: list[Any] = conn.execute(
         f"SELECT t.rid, t.stem, t.tf, l.len FROM node_terms t "
-        f"JOIN node_terms_len l ON l.rid = t.rid WHERE t.stem IN ({marks})", wanted).fetchall()
+        f"JOIN node_terms_len l ON l.namespace = t.namespace AND l.rid = t.rid "
+        f"WHERE t.namespace = ? AND t.stem IN ({marks})", (namespace, *wanted)).fetchall()
     df = Counter(str(r[1]) for r in rows)
     idf = {stem: max(math.log((docs - n + 0.5) / (n + 0.5)), 1e-6) for stem, n in df.items()}
     score: dict[int, float] = {}
@@ -260,7 +284,7 @@ def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str | None
         tf = float(count)
         norm = _K1 * (1 - _B + _B * float(length) / max(avgdl, 1e-9))
         score[int(rid)] = score.get(int(rid), 0.0) + idf[str(stem)] * tf * (_K1 + 1) / (tf + norm)
-    if namespace is not None and score:
+    if filtered and score:
         rids = list(score)
         keep = {int(r[0]) for r in conn.execute(
             f"SELECT rid FROM nodes WHERE namespace = ? AND status IN ('live', 'deprecated') "

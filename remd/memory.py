@@ -189,7 +189,8 @@ class Memory:
         """
         rid = self._rid(node_id)
         with self.store.transaction() as conn:
-            conn.execute("UPDATE nodes SET status = 'forgotten' WHERE rid = ?", (rid,))
+            conn.execute("UPDATE nodes SET status = 'forgotten' WHERE namespace = ? AND rid = ?",
+                         (self.namespace, rid))
         log.info("memory.forgotten", id=node_id, namespace=self.namespace)
         return self.get(node_id)
 
@@ -273,7 +274,8 @@ class Memory:
             dist = {rid: d for rid, d in hits}
             marks = ",".join("?" * len(dist))
             rows = self.store.query(
-                f"SELECT {NODE_COLUMNS} FROM nodes WHERE rid IN ({marks}) {status}", list(dist))
+                f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND rid IN ({marks}) "
+                f"{status}", (self.namespace, *dist))
             if len(rows) >= k or not more:
                 break
             want *= 4
@@ -301,8 +303,7 @@ class Memory:
                 "GROUP BY kind", (ns,)))
             tags = self.store.scalar("SELECT count(*) FROM tags WHERE namespace = ?", (ns,))
             tag_edges = self.store.scalar(
-                "SELECT count(*) FROM tag_edges te JOIN tags t ON t.tid = te.src "
-                "WHERE t.namespace = ?", (ns,))
+                "SELECT count(*) FROM tag_edges WHERE namespace = ?", (ns,))
             edges = self.store.scalar(
                 "SELECT count(*) FROM edges WHERE namespace = ? AND live = 1", (ns,))
             pending = self.store.scalar(

@@ -26,7 +26,8 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store import int_scalar, rows_in
+from remd import changelog
+from remd.store import rows_in
 
 STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
 GONE = -1  # deleted, or moved to another namespace
@@ -80,19 +81,18 @@ class NodeMirror:
     # -- coherence ------------------------------------------------------------------------
     def refresh(self, conn: apsw.Connection) -> None:
         """Bring the mirror to the caller's read snapshot."""
-        top = int_scalar(conn, "SELECT max(seq) FROM node_log")
+        ns = self.namespace
+        top = changelog.newest(conn, "node_log", ns)
         if top == self.seq:
             return
         if self.seq is None or top < self.seq:
             self._load(conn)
         else:
-            low = int_scalar(conn, "SELECT min(seq) FROM node_log")
             limit = max(4096, self.n // 4)  # past this, one scan beats re-reading each rid
             changed = None
-            if low <= self.seq + 1:
-                changed = [int(r[0]) for r in conn.execute(
-                    "SELECT DISTINCT rid FROM node_log WHERE seq > ? LIMIT ?",
-                    (self.seq, limit + 1))]
+            if changelog.intact(conn, "node_log", ns, self.seq):
+                changed = [int(r[0]) for r in changelog.since(
+                    conn, "node_log", "DISTINCT rid", ns, self.seq, limit + 1)]
             if changed is None or len(changed) > limit:
                 self._load(conn)
             else:
@@ -124,7 +124,8 @@ class NodeMirror:
     def _reread(self, conn: apsw.Connection, rids: list[int]) -> None:
         found: dict[int, tuple[Any, ...]] = {
             int(row[0]): row for row in rows_in(
-                conn, f"SELECT {_COLUMNS} FROM nodes WHERE rid IN ({{marks}})", rids)}
+                conn, f"SELECT {_COLUMNS} FROM nodes WHERE namespace = ? AND rid IN ({{marks}})",
+                rids, (self.namespace,))}
         fresh: list[tuple[Any, ...]] = []
         for rid in sorted(rids):
             self._tags.pop(rid, None)
@@ -235,8 +236,9 @@ class NodeMirror:
         if missing:
             found: dict[int, list[tuple[int, float]]] = {rid: [] for rid in missing}
             for rid, tid, weight in rows_in(
-                    conn, "SELECT rid, tid, weight FROM node_tags WHERE rid IN ({marks}) "
-                          "ORDER BY rid, weight DESC, tid", missing):
+                    conn, "SELECT rid, tid, weight FROM node_tags WHERE namespace = ? "
+                          "AND rid IN ({marks}) ORDER BY rid, weight DESC, tid", missing,
+                    (self.namespace,)):
                 found[rid].append((tid, weight))
             if len(self._tags) + len(found) > _TAGS_KEEP:
                 self._tags.clear()

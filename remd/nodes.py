@@ -17,22 +17,29 @@ NODE_COLUMNS = (
 )
 
 
-def tags_of(store: Store, rids: Sequence[int]) -> dict[int, tuple[str, ...]]:
-    """The tag names of each memory, sorted."""
+def tags_of(store: Store, namespace: str, rids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+    """The tag names of each memory of ``namespace``, sorted."""
     if not rids:
         return {}
     out: dict[int, list[str]] = {rid: [] for rid in rids}
     with store.snapshot() as conn:
         for rid, name in rows_in(
-                conn, "SELECT nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
-                      "WHERE nt.rid IN ({marks}) ORDER BY nt.rid, t.name", rids):
+                conn, "SELECT nt.rid, t.name FROM node_tags nt JOIN tags t "
+                      "ON t.namespace = nt.namespace AND t.tid = nt.tid "
+                      "WHERE nt.namespace = ? AND nt.rid IN ({marks}) ORDER BY nt.rid, t.name",
+                rids, (namespace,)):
             out[rid].append(name)
     return {rid: tuple(names) for rid, names in out.items()}
 
 
 def from_rows(store: Store, rows: Sequence[tuple[Any, ...]]) -> list[Node]:
     """Nodes from rows of ``SELECT {NODE_COLUMNS}``, with their tags."""
-    tags = tags_of(store, [r[0] for r in rows])
+    by_namespace: dict[str, list[int]] = {}
+    for r in rows:
+        by_namespace.setdefault(str(r[2]), []).append(int(r[0]))
+    tags: dict[int, tuple[str, ...]] = {}
+    for namespace, rids in by_namespace.items():
+        tags.update(tags_of(store, namespace, rids))
     return [
         Node(id=r[1], namespace=r[2], kind=NodeKind(r[3]), content=r[4], source=r[5],
              status=NodeStatus(r[6]), created_at=r[7], last_access=r[8],

@@ -203,8 +203,8 @@ def _start(engine: Engine, ns: str, run_id: str, at: float, trigger: str,
                            f"(pid {lease.get('pid')} on {lease.get('host')})")
         for stale in running:
             conn.execute("UPDATE rem_runs SET status = 'interrupted', finished_at = ?, "
-                         "error = 'left running by a process that stopped' WHERE run_id = ?",
-                         (at, stale))
+                         "error = 'left running by a process that stopped' "
+                         "WHERE namespace = ? AND run_id = ?", (at, ns, stale))
             log.warning("rem.interrupted_run_found", namespace=ns, run_id=stale)
         conn.execute(
             "INSERT INTO rem_runs (run_id, namespace, status, started_at, synthesiser, model, "
@@ -338,9 +338,9 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
         timings.update(plan.timings)
         with engine.store.transaction() as conn:
             conn.execute("UPDATE rem_runs SET flagged = ?, held = ?, clusters = ?, "
-                         "live_before = ? WHERE run_id = ?",
+                         "live_before = ? WHERE namespace = ? AND run_id = ?",
                          (len(plan.flagged), plan.held, len(plan.clusters), plan.live_before,
-                          run_id))
+                          ns, run_id))
         log.info("rem.planned", namespace=ns, run_id=run_id,
                  flagged=len(plan.flagged), held=plan.held, clusters=len(plan.clusters),
                  unembedded=plan.unembedded)
@@ -397,9 +397,9 @@ def _finish(engine: Engine, ns: str, run_id: str, status: RunStatus, at: float,
                             (ns,)).fetchone()
         conn.execute(
             "UPDATE rem_runs SET status = ?, finished_at = ?, live_after = ?, timings = ?, "
-            "error = ? WHERE run_id = ?",
+            "error = ? WHERE namespace = ? AND run_id = ?",
             (status.value, at + elapsed, int(live[0]) if live else 0, json.dumps(timings),
-             error, run_id))
+             error, ns, run_id))
         holds.prune(conn, ns)  # the holds of memories this run folded end with it
         lease = _read_lease(conn, ns)
         if lease and lease.get("run_id") == run_id:
@@ -467,9 +467,11 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
         later = sorted({r[0] for r in conn.execute(
             "SELECT run_id FROM rem_runs WHERE namespace = ? AND run_id != ? "
             "AND status != ? AND (run_id IN (SELECT retired_by FROM edges "
-            "WHERE rem_run = ? AND retired_by IS NOT NULL) OR run_id IN (SELECT s.rem_run "
-            "FROM nodes n JOIN nodes s ON s.id = n.deprecated_by WHERE n.rem_run = ?))",
-            (ns, run_id, RunStatus.ROLLED_BACK.value, run_id, run_id))})
+            "WHERE namespace = ? AND rem_run = ? AND retired_by IS NOT NULL) "
+            "OR run_id IN (SELECT s.rem_run FROM nodes n JOIN nodes s "
+            "ON s.namespace = n.namespace AND s.id = n.deprecated_by "
+            "WHERE n.namespace = ? AND n.rem_run = ?))",
+            (ns, run_id, RunStatus.ROLLED_BACK.value, ns, run_id, ns, run_id))})
         if later:
             raise RollbackRefused(
                 f"REM run {run_id} cannot be rolled back: later run(s) {', '.join(later)} "
@@ -477,8 +479,8 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
         restored = 0
         member_ids: list[str] = []
         committed: list[Any] = conn.execute(
-            "SELECT members FROM rem_clusters WHERE run_id = ? AND status = 'committed' "
-            "ORDER BY cluster_no DESC", (run_id,)).fetchall()
+            "SELECT members FROM rem_clusters WHERE namespace = ? AND run_id = ? "
+            "AND status = 'committed' ORDER BY cluster_no DESC", (ns, run_id)).fetchall()
         for (members,) in committed:
             for m in json.loads(members):
                 conn.execute(
@@ -493,20 +495,18 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
         synth = conn.execute("SELECT rid, content FROM nodes WHERE namespace = ? AND rem_run = ?",
                              (ns, run_id)).fetchall()
         for rid, content in synth:
-            conn.execute("UPDATE tags SET df = max(df - 1, 0) WHERE tid IN "
-                         "(SELECT tid FROM node_tags WHERE rid = ?)", (rid,))
-            conn.execute("DELETE FROM node_tags WHERE rid = ?", (rid,))
+            conn.execute("UPDATE tags SET df = max(df - 1, 0) WHERE namespace = ? AND tid IN "
+                         "(SELECT tid FROM node_tags WHERE namespace = ? AND rid = ?)",
+                         (ns, ns, rid))
             unindex_text(conn, int(str(rid)), ns, str(content))
-            conn.execute("DELETE FROM node_vec_bit WHERE rid = ?", (rid,))
-            conn.execute("DELETE FROM sentence_vec WHERE rid = ?", (rid,))
-            conn.execute("DELETE FROM access_log WHERE rid = ?", (rid,))
-            conn.execute("DELETE FROM nodes WHERE rid = ?", (rid,))
+            for table in ("node_tags", "node_vec_bit", "sentence_vec", "access_log", "nodes"):
+                conn.execute(f"DELETE FROM {table} WHERE namespace = ? AND rid = ?", (ns, rid))
         removed = conn.execute("DELETE FROM edges WHERE namespace = ? AND rem_run = ? "
                                "RETURNING eid", (ns, run_id)).fetchall()
         back = conn.execute("UPDATE edges SET live = 1, retired_by = NULL WHERE namespace = ? "
                             "AND retired_by = ? RETURNING eid", (ns, run_id)).fetchall()
-        conn.execute("UPDATE rem_runs SET status = ? WHERE run_id = ?",
-                     (RunStatus.ROLLED_BACK.value, run_id))
+        conn.execute("UPDATE rem_runs SET status = ? WHERE namespace = ? AND run_id = ?",
+                     (RunStatus.ROLLED_BACK.value, ns, run_id))
         if lease and lease.get("run_id") == run_id:
             conn.execute("DELETE FROM remd_meta WHERE key = ?", (_lease_key(ns),))
     log.info("rem.rolled_back", namespace=ns, run_id=run.run_id, members=restored,

@@ -51,11 +51,11 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield items[start:start + _CHUNK]
 
 
-def _vectors(engine: Engine, rids: Sequence[int]) -> dict[int, np.ndarray]:
+def _vectors(engine: Engine, ns: str, rids: Sequence[int]) -> dict[int, np.ndarray]:
     """The stored vectors of ``rids`` as float32 unit rows (node_vec_bit, B-tree seeks)."""
     with engine.store.snapshot() as conn:
-        rows = list(rows_in(conn, "SELECT rid, vec FROM node_vec_bit WHERE rid IN ({marks})",
-                            rids))
+        rows = list(rows_in(conn, "SELECT rid, vec FROM node_vec_bit "
+                                  "WHERE namespace = ? AND rid IN ({marks})", rids, (ns,)))
     if not rows:
         return {}
     mat = from_int8([r[1] for r in rows])
@@ -70,7 +70,7 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
     t0 = time.perf_counter()
     scores = compute_importance(engine, ns, now)
     if write:
-        store_importance(engine, scores)
+        store_importance(engine, ns, scores)
     timings["importance"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -81,7 +81,8 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
     # A synthesis is dated by its members (consolidate.ClusterWriter._commit), so its created_at
     # says nothing of when it was written: it is fresh while the run that wrote it is.
     fresh = [int(r) for (r,) in engine.store.query(
-        "SELECT n.rid FROM rem_runs r JOIN nodes n ON n.rem_run = r.run_id "
+        "SELECT n.rid FROM rem_runs r JOIN nodes n "
+        "ON n.namespace = r.namespace AND n.rem_run = r.run_id "
         "WHERE r.namespace = ? AND r.started_at > ? AND n.status = 'live'", (ns, since))]
     if fresh:
         old &= ~np.isin(scores.rids, fresh)
@@ -96,20 +97,20 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
             candidates = [i for i in candidates if int(scores.rids[i]) not in kept]
             held = before - len(candidates)
     rids = [int(scores.rids[i]) for i in candidates]
-    vectors = _vectors(engine, rids)
+    vectors = _vectors(engine, ns, rids)
     missing = [r for r in rids if r not in vectors]
     if missing and engine.embedder is not None:
         if write:
             embed_pending(engine, ns, rids=missing)
-            vectors.update(_vectors(engine, missing))
+            vectors.update(_vectors(engine, ns, missing))
         else:  # a dry run writes nothing: embed in memory only
-            texts = dict(_content(engine, missing))
+            texts = dict(_content(engine, ns, missing))
             for rid, vec in zip(missing, engine.embedder.embed([texts[r] for r in missing]),
                                 strict=True):
                 vectors[rid] = vec
     flagged = [i for i, r in zip(candidates, rids, strict=True) if r in vectors]
     flagged_rids = [int(scores.rids[i]) for i in flagged]
-    content = dict(_content(engine, flagged_rids))
+    content = dict(_content(engine, ns, flagged_rids))
     position = {rid: k for k, rid in enumerate(flagged_rids)}
     tags: list[list[int]] = [[] for _ in flagged]
     names: list[list[int]] = [[] for _ in flagged]
@@ -117,8 +118,9 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
     for part in _chunks(flagged_rids):
         marks = ",".join("?" * len(part))
         for tid, rid, name in engine.store.query(
-                f"SELECT nt.tid, nt.rid, t.name FROM node_tags nt JOIN tags t ON t.tid = nt.tid "
-                f"WHERE nt.rid IN ({marks})", list(part)):
+                f"SELECT nt.tid, nt.rid, t.name FROM node_tags nt JOIN tags t "
+                f"ON t.namespace = nt.namespace AND t.tid = nt.tid "
+                f"WHERE nt.namespace = ? AND nt.rid IN ({marks})", (ns, *part)):
             # A shared month or year is not a shared subject: "Risris launched 22 Mar" and
             # "a full disk on Bellum on 17 Mar" are two facts.
             if not is_time_word(name):
@@ -126,8 +128,8 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
                 if name in named[rid]:
                     names[position[rid]].append(int(tid))
     tag_df = dict(engine.store.query(
-        "SELECT nt.tid, count(*) FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
-        "WHERE n.namespace = ? AND n.status = 'live' GROUP BY nt.tid", (ns,)))
+        "SELECT tid, count(*) FROM node_tags WHERE namespace = ? AND live = 1 GROUP BY tid",
+        (ns,)))
     by_id = {scores.ids[i]: k for k, i in enumerate(flagged)}
     edges = [(by_id[a], by_id[b]) for a, b in engine.store.query(
         "SELECT src, dst FROM edges WHERE namespace = ? AND live = 1", (ns,))
@@ -146,8 +148,9 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
                  len(flagged), timings=timings, vectors=matrix)
 
 
-def _content(engine: Engine, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
+def _content(engine: Engine, ns: str, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
     for part in _chunks(rids):
         marks = ",".join("?" * len(part))
         yield from engine.store.query(
-            f"SELECT rid, content FROM nodes WHERE rid IN ({marks})", list(part))
+            f"SELECT rid, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
+            (ns, *part))

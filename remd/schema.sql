@@ -65,24 +65,25 @@ CREATE TABLE node_tags (
     tid    INTEGER NOT NULL REFERENCES tags (tid),
     rid    INTEGER NOT NULL REFERENCES nodes (rid),
     weight REAL NOT NULL DEFAULT 1.0, live INTEGER NOT NULL DEFAULT 1,
+    namespace TEXT NOT NULL DEFAULT '',  -- its memory's and tag's (0011)
     PRIMARY KEY (tid, rid)
 ) WITHOUT ROWID;
-CREATE INDEX node_tags_live_top ON node_tags (tid, live, weight DESC, rid DESC);
-CREATE INDEX node_tags_rid_cover ON node_tags (rid, tid, weight);  -- a memory's tags (0007)
+CREATE INDEX node_tags_live_top ON node_tags (namespace, tid, live, weight DESC, rid DESC);
+CREATE INDEX node_tags_rid_cover ON node_tags (namespace, rid, tid, weight);  -- a memory's tags
 
 CREATE TRIGGER node_tags_follow_status AFTER UPDATE OF status ON nodes
 WHEN (OLD.status = 'live') != (NEW.status = 'live') BEGIN
-    UPDATE node_tags SET live = (NEW.status = 'live') WHERE rid = NEW.rid;
+    UPDATE node_tags SET live = (NEW.status = 'live') WHERE namespace = NEW.namespace AND rid = NEW.rid;
 END;
 
 CREATE TRIGGER node_tags_dead_node AFTER INSERT ON nodes
 WHEN NEW.status != 'live' BEGIN
-    UPDATE node_tags SET live = 0 WHERE rid = NEW.rid;
+    UPDATE node_tags SET live = 0 WHERE namespace = NEW.namespace AND rid = NEW.rid;
 END;
 
 CREATE TRIGGER node_tags_dead_row AFTER INSERT ON node_tags
 WHEN (SELECT status FROM nodes WHERE rid = NEW.rid) != 'live' BEGIN
-    UPDATE node_tags SET live = 0 WHERE tid = NEW.tid AND rid = NEW.rid;
+    UPDATE node_tags SET live = 0 WHERE namespace = NEW.namespace AND tid = NEW.tid AND rid = NEW.rid;
 END;
 
 -- Co-occurrence edges between tags, stored in both directions so that the top-M edges of a tag
@@ -92,17 +93,21 @@ CREATE TABLE tag_edges (
     dst    INTEGER NOT NULL REFERENCES tags (tid),
     count  INTEGER NOT NULL DEFAULT 0,   -- memories in which both tags occur
     weight REAL NOT NULL,                -- propagation weight in (0, 1], tuned by feedback (EMA)
+    namespace TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (src, dst)
 ) WITHOUT ROWID;
+-- Not (namespace, src, ...): its bytes would come on every edge, and a tag's edges are one
+-- namespace's (the table row checks it).
 CREATE INDEX tag_edges_top ON tag_edges (src, weight DESC);
 
 -- IS_SUBTYPE_OF hierarchy between tags (kept acyclic by the code that inserts).
 CREATE TABLE tag_parents (
     child  INTEGER NOT NULL REFERENCES tags (tid),
     parent INTEGER NOT NULL REFERENCES tags (tid),
+    namespace TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (child, parent)
 ) WITHOUT ROWID;
-CREATE INDEX tag_parents_parent ON tag_parents (parent);
+CREATE INDEX tag_parents_parent ON tag_parents (namespace, parent);
 
 -- Typed memory-to-memory edges. dst may dangle ([[memory:ID]] to an id not saved yet).
 -- REM never rewrites an edge in place: re-pointed edges are retired (live = 0, retired_by =
@@ -208,13 +213,15 @@ CREATE TABLE pack_items (
     tokens     INTEGER NOT NULL,
     importance REAL NOT NULL,
     path       TEXT NOT NULL,   -- JSON list of tag ids, seed first, that activated the item
+    namespace TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (pack_id, rank)
 ) WITHOUT ROWID;
 
 CREATE TABLE feedback (
     pack_id  TEXT PRIMARY KEY REFERENCES packs (pack_id),
     accepted REAL NOT NULL,     -- 1.0 accept, 0.0 reject, or a graded value in between
-    at       REAL NOT NULL
+    at       REAL NOT NULL,
+    namespace TEXT NOT NULL DEFAULT ''
 );
 
 CREATE TABLE rem_runs (
@@ -249,6 +256,7 @@ CREATE TABLE rem_clusters (
     synthesis_id TEXT,
     members      TEXT NOT NULL,   -- JSON list of {"id", "status", "importance", "deprecated_by"}
     reason       TEXT,
+    namespace TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, cluster_no)
 ) WITHOUT ROWID;
 

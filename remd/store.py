@@ -92,6 +92,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("0008_vectors_once", _vectors_once),  # vec0 gone, int8 vectors: no chunk per namespace
     ("0009_rem_holds", _migration_sql("0009_rem_holds")),  # no redo after a rollback
     ("0010_sentence_vectors", _migration_sql("0010_sentence_vectors")),  # a vector per sentence
+    ("0011_namespace_everywhere", _migration_sql("0011_namespace_everywhere")),  # routing
 )
 _LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
 # tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.
@@ -152,22 +153,24 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
     return conn
 
 
-def int_scalar(conn: apsw.Connection, sql: str) -> int:
+def int_scalar(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> int:
     """The first column of the first row as an int (0 for no row or NULL), on ``conn`` as it
     is: for reads inside a snapshot the caller already holds (``max(seq)`` of a change log)."""
-    row = conn.execute(sql).fetchone()
+    row = conn.execute(sql, params).fetchone()
     return int(row[0]) if row is not None and row[0] is not None else 0
 
 
 _IN_CHUNK = 500  # ids bound per statement by rows_in
 
 
-def rows_in(conn: apsw.Connection, sql: str, ids: Sequence[int]) -> Iterator[tuple[Any, ...]]:
-    """The rows of ``sql`` for ``ids``, bound as the ``IN ({marks})`` list it holds, in
-    statements of at most 500 ids (orderings in ``sql`` hold within each statement)."""
+def rows_in(conn: apsw.Connection, sql: str, ids: Sequence[int],
+            before: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql`` for ``ids``, bound as the ``IN ({marks})`` list it holds (after the
+    parameters ``before`` it, such as a namespace), in statements of at most 500 ids
+    (orderings in ``sql`` hold within each statement)."""
     for start in range(0, len(ids), _IN_CHUNK):
         part = list(ids[start:start + _IN_CHUNK])
-        yield from conn.execute(sql.format(marks=",".join("?" * len(part))), part)
+        yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*before, *part))
 
 
 def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:

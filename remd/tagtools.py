@@ -51,15 +51,16 @@ def _ensure(conn: apsw.Connection, namespace: str, name: str, now: float) -> int
     return int(row[0])
 
 
-def _walk(conn: apsw.Connection, start: int, sql: str) -> list[int]:
-    """Breadth-first over tag_parents with ``sql`` (one ? for the tag), start excluded."""
+def _walk(conn: apsw.Connection, ns: str, start: int, sql: str) -> list[int]:
+    """Breadth-first over tag_parents with ``sql`` (? for the namespace, then the tag), start
+    excluded."""
     seen = {start}
     order: list[int] = []
     frontier = [start]
     while frontier and len(seen) < MAX_HIERARCHY:
         nxt = []
         for tid in frontier:
-            for (other,) in conn.execute(sql, (tid,)):
+            for (other,) in conn.execute(sql, (ns, tid)):
                 if other not in seen:
                     seen.add(int(other))
                     order.append(int(other))
@@ -68,17 +69,17 @@ def _walk(conn: apsw.Connection, start: int, sql: str) -> list[int]:
     return order
 
 
-_UP = "SELECT parent FROM tag_parents WHERE child = ?"
+_UP = "SELECT parent FROM tag_parents WHERE namespace = ? AND child = ?"
 
 
-def _in_cycle(conn: apsw.Connection, tid: int) -> bool:
+def _in_cycle(conn: apsw.Connection, ns: str, tid: int) -> bool:
     """Whether going up the hierarchy from ``tid`` comes back to it."""
     seen: set[int] = set()
     frontier = [tid]
     while frontier and len(seen) < MAX_HIERARCHY:
         nxt = []
         for t in frontier:
-            for (parent,) in conn.execute(_UP, (t,)):
+            for (parent,) in conn.execute(_UP, (ns, t)):
                 p = int(parent)
                 if p == tid:
                     return True
@@ -87,7 +88,7 @@ def _in_cycle(conn: apsw.Connection, tid: int) -> bool:
                     nxt.append(p)
         frontier = nxt
     return False
-_DOWN = "SELECT child FROM tag_parents WHERE parent = ?"
+_DOWN = "SELECT child FROM tag_parents WHERE namespace = ? AND parent = ?"
 
 
 # -- IS_SUBTYPE_OF -------------------------------------------------------------------------------
@@ -108,10 +109,11 @@ def add_subtype(conn: apsw.Connection, namespace: str, child_name: str, parent_n
     c = _ensure(conn, namespace, child, now) if create_child else _need(conn, namespace,
                                                                         child)[0]
     p = _ensure(conn, namespace, parent, now)
-    if c in _walk(conn, p, _UP):  # parent is already below child: the link closes a cycle
+    if c in _walk(conn, namespace, p, _UP):  # parent is below child: the link closes a cycle
         raise Conflict(f"{quote(child)} IS_SUBTYPE_OF {quote(parent)} would make a cycle: "
                        f"{quote(parent)} is already a subtype of {quote(child)}")
-    conn.execute("INSERT OR IGNORE INTO tag_parents (child, parent) VALUES (?, ?)", (c, p))
+    conn.execute("INSERT OR IGNORE INTO tag_parents (namespace, child, parent) VALUES (?, ?, ?)",
+                 (namespace, c, p))
 
 
 def remove_subtype(conn: apsw.Connection, namespace: str, child_name: str,
@@ -119,16 +121,16 @@ def remove_subtype(conn: apsw.Connection, namespace: str, child_name: str,
     """Remove the link if present; returns whether it was. Raises NotFound for unknown tags."""
     c, _ = _need(conn, namespace, child_name)
     p, _ = _need(conn, namespace, parent_name)
-    return conn.execute("DELETE FROM tag_parents WHERE child = ? AND parent = ? RETURNING 1",
-                        (c, p)).fetchone() is not None
+    return conn.execute("DELETE FROM tag_parents WHERE namespace = ? AND child = ? AND parent = ? "
+                        "RETURNING 1", (namespace, c, p)).fetchone() is not None
 
 
-def _names(conn: apsw.Connection, tids: Sequence[int]) -> list[str]:
+def _names(conn: apsw.Connection, ns: str, tids: Sequence[int]) -> list[str]:
     if not tids:
         return []
     marks = ",".join("?" * len(tids))
     by_id = {int(t): str(n) for t, n in conn.execute(
-        f"SELECT tid, name FROM tags WHERE tid IN ({marks})", list(tids))}
+        f"SELECT tid, name FROM tags WHERE namespace = ? AND tid IN ({marks})", (ns, *tids))}
     return [by_id[t] for t in tids if t in by_id]
 
 
@@ -136,14 +138,14 @@ def subtypes(engine: Engine, ns: str, tag: str) -> list[str]:
     """Every tag below ``tag`` in the hierarchy, nearest first. Raises NotFound."""
     with engine.store.snapshot() as conn:
         tid, _ = _need(conn, ns, tag)
-        return _names(conn, _walk(conn, tid, _DOWN))
+        return _names(conn, ns, _walk(conn, ns, tid, _DOWN))
 
 
 def supertypes(engine: Engine, ns: str, tag: str) -> list[str]:
     """Every tag above ``tag`` in the hierarchy, nearest first. Raises NotFound."""
     with engine.store.snapshot() as conn:
         tid, _ = _need(conn, ns, tag)
-        return _names(conn, _walk(conn, tid, _UP))
+        return _names(conn, ns, _walk(conn, ns, tid, _UP))
 
 
 # -- reading the graph ---------------------------------------------------------------------------
@@ -153,7 +155,7 @@ class TagCluster:
     memories: tuple[Node, ...]  # live memories carrying cluster tags, strongest first
 
 
-def _cluster(conn: apsw.Connection, seed: int, depth: int, decay: float
+def _cluster(conn: apsw.Connection, ns: str, seed: int, depth: int, decay: float
              ) -> dict[int, float]:
     act = {seed: 1.0}
     frontier = [seed]
@@ -161,9 +163,9 @@ def _cluster(conn: apsw.Connection, seed: int, depth: int, decay: float
         nxt: dict[int, float] = {}
         for src in frontier:
             rows: list[tuple[Any, ...]] = list(conn.execute(
-                "SELECT dst, weight FROM tag_edges WHERE src = ? ORDER BY weight DESC LIMIT ?",
-                (src, FANOUT)))
-            rows += [(c, 1.0) for (c,) in conn.execute(_DOWN + " LIMIT ?", (src, FANOUT))]
+                "SELECT dst, weight FROM tag_edges WHERE namespace = ? AND src = ? "
+                "ORDER BY weight DESC, dst LIMIT ?", (ns, src, FANOUT)))
+            rows += [(c, 1.0) for (c,) in conn.execute(_DOWN + " LIMIT ?", (ns, src, FANOUT))]
             for dst, w in rows:
                 a = act[src] * decay * float(w)
                 if a > act.get(int(dst), 0.0) and a > nxt.get(int(dst), 0.0):
@@ -188,19 +190,19 @@ def memories_by_tag_cluster(engine: Engine, ns: str, tag: str, depth: int = 2, *
     per_tag = engine.config.inject.per_tag_cap
     with engine.store.snapshot() as conn:
         seed, _ = _need(conn, ns, tag)
-        act = _cluster(conn, seed, depth, decay)
+        act = _cluster(conn, ns, seed, depth, decay)
         ranked = sorted(act, key=lambda t: -act[t])[: engine.config.inject.beam]
         score: dict[int, float] = {}
         for tid in ranked:
             for rid, w in conn.execute(
-                    "SELECT rid, weight FROM node_tags WHERE tid = ? AND live = 1 "
-                    "ORDER BY weight DESC, rid DESC LIMIT ?", (tid, per_tag)):
+                    "SELECT rid, weight FROM node_tags WHERE namespace = ? AND tid = ? "
+                    "AND live = 1 ORDER BY weight DESC, rid DESC LIMIT ?", (ns, tid, per_tag)):
                 score[int(rid)] = score.get(int(rid), 0.0) + act[tid] * float(w)
-        names = dict(zip(ranked, _names(conn, ranked), strict=True))
+        names = dict(zip(ranked, _names(conn, ns, ranked), strict=True))
     top = sorted(score, key=lambda r: (-score[r], -r))[:limit]
     rows = engine.store.query(
-        f"SELECT {NODE_COLUMNS} FROM nodes WHERE rid IN ({','.join('?' * len(top))})",
-        top) if top else []
+        f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? "
+        f"AND rid IN ({','.join('?' * len(top))})", (ns, *top)) if top else []
     order = {rid: i for i, rid in enumerate(top)}
     nodes = from_rows(engine.store, sorted(rows, key=lambda r: order[int(r[0])]))
     return TagCluster(tags=tuple((names[t], round(act[t], 6)) for t in ranked),
@@ -227,16 +229,19 @@ def suggest_related_tags(engine: Engine, ns: str, tags: Iterable[str], *, limit:
         biggest = max(1, int(total[0] or 1)) if total else 1
         for tid in given:
             for dst, w, df in conn.execute(
-                    "SELECT e.dst, e.weight, t.df FROM tag_edges e JOIN tags t ON t.tid = e.dst "
-                    "WHERE e.src = ? ORDER BY e.weight DESC LIMIT ?", (tid, FANOUT)):
+                    "SELECT e.dst, e.weight, t.df FROM tag_edges e JOIN tags t "
+                    "ON t.namespace = e.namespace AND t.tid = e.dst "
+                    "WHERE e.namespace = ? AND e.src = ? ORDER BY e.weight DESC, e.dst LIMIT ?",
+                    (ns, tid, FANOUT)):
                 damp = 1.0 - 0.5 * (int(df) / biggest)
                 score[int(dst)] = score.get(int(dst), 0.0) + float(w) * damp
-            for other in (*_walk(conn, tid, _UP)[:FANOUT], *_walk(conn, tid, _DOWN)[:FANOUT]):
+            for other in (*_walk(conn, ns, tid, _UP)[:FANOUT],
+                          *_walk(conn, ns, tid, _DOWN)[:FANOUT]):
                 score[other] = score.get(other, 0.0) + 1.0
         for tid in given:
             score.pop(tid, None)
         ranked = sorted(score, key=lambda t: -score[t])[:limit]
-        named = dict(zip(ranked, _names(conn, ranked), strict=True))
+        named = dict(zip(ranked, _names(conn, ns, ranked), strict=True))
     return [(named[t], round(score[t], 6)) for t in ranked]
 
 
@@ -255,7 +260,8 @@ def rename_tag(engine: Engine, ns: str, old: str, new: str) -> str:
         if _tag_id(conn, ns, new_name) is not None:
             raise Conflict(f"tag {quote(new_name)} exists already; merge {quote(old_name)} "
                            "into it instead")
-        conn.execute("UPDATE tags SET name = ? WHERE tid = ?", (new_name, tid))
+        conn.execute("UPDATE tags SET name = ? WHERE namespace = ? AND tid = ?",
+                     (new_name, ns, tid))
     return new_name
 
 
@@ -273,34 +279,41 @@ def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
         if s == d:
             raise Conflict(f"cannot merge tag {quote(s_name)} into itself")
         conn.execute(
-            "INSERT INTO node_tags (tid, rid, weight) SELECT ?, rid, weight FROM node_tags "
-            "WHERE tid = ? ON CONFLICT (tid, rid) DO UPDATE SET "
-            "weight = max(node_tags.weight, excluded.weight)", (d, s))
-        conn.execute("DELETE FROM node_tags WHERE tid = ?", (s,))
+            "INSERT INTO node_tags (namespace, tid, rid, weight) SELECT namespace, ?, rid, weight "
+            "FROM node_tags WHERE namespace = ? AND tid = ? ON CONFLICT (tid, rid) DO UPDATE SET "
+            "weight = max(node_tags.weight, excluded.weight)", (d, ns, s))
+        conn.execute("DELETE FROM node_tags WHERE namespace = ? AND tid = ?", (ns, s))
         # Re-point src's edges to dst in both directions; an edge dst already has is combined.
         conn.execute(
-            "INSERT INTO tag_edges (src, dst, count, weight) SELECT ?, dst, count, weight "
-            "FROM tag_edges WHERE src = ? AND dst NOT IN (?, ?) ON CONFLICT (src, dst) DO "
+            "INSERT INTO tag_edges (namespace, src, dst, count, weight) "
+            "SELECT namespace, ?, dst, count, weight FROM tag_edges "
+            "WHERE namespace = ? AND src = ? AND dst NOT IN (?, ?) ON CONFLICT (src, dst) DO "
             "UPDATE SET count = tag_edges.count + excluded.count, "
-            "weight = max(tag_edges.weight, excluded.weight)", (d, s, s, d))
+            "weight = max(tag_edges.weight, excluded.weight)", (d, ns, s, s, d))
         conn.execute(
-            "INSERT INTO tag_edges (src, dst, count, weight) SELECT src, ?, count, weight "
-            "FROM tag_edges WHERE dst = ? AND src NOT IN (?, ?) ON CONFLICT (src, dst) DO "
+            "INSERT INTO tag_edges (namespace, src, dst, count, weight) "
+            "SELECT namespace, src, ?, count, weight FROM tag_edges "
+            "WHERE namespace = ? AND dst = ? AND src NOT IN (?, ?) ON CONFLICT (src, dst) DO "
             "UPDATE SET count = tag_edges.count + excluded.count, "
-            "weight = max(tag_edges.weight, excluded.weight)", (d, s, s, d))
-        conn.execute("DELETE FROM tag_edges WHERE src = ? OR dst = ?", (s, s))
-        conn.execute("INSERT INTO tag_parents (child, parent) SELECT ?, parent FROM tag_parents "
-                     "WHERE child = ? ON CONFLICT DO NOTHING", (d, s))
-        conn.execute("INSERT INTO tag_parents (child, parent) SELECT child, ? FROM tag_parents "
-                     "WHERE parent = ? ON CONFLICT DO NOTHING", (d, s))
-        conn.execute("DELETE FROM tag_parents WHERE child = ? OR parent = ? OR child = parent",
-                     (s, s))
-        if _in_cycle(conn, d):
+            "weight = max(tag_edges.weight, excluded.weight)", (d, ns, s, s, d))
+        conn.execute("DELETE FROM tag_edges WHERE namespace = ? AND (src = ? OR dst = ?)",
+                     (ns, s, s))
+        conn.execute("INSERT INTO tag_parents (namespace, child, parent) "
+                     "SELECT namespace, ?, parent FROM tag_parents "
+                     "WHERE namespace = ? AND child = ? ON CONFLICT DO NOTHING", (d, ns, s))
+        conn.execute("INSERT INTO tag_parents (namespace, child, parent) "
+                     "SELECT namespace, child, ? FROM tag_parents "
+                     "WHERE namespace = ? AND parent = ? ON CONFLICT DO NOTHING", (d, ns, s))
+        conn.execute("DELETE FROM tag_parents "
+                     "WHERE namespace = ? AND (child = ? OR parent = ? OR child = parent)",
+                     (ns, s, s))
+        if _in_cycle(conn, ns, d):
             raise Conflict(f"merging {quote(s_name)} into {quote(d_name)} would make the "
                            "IS_SUBTYPE_OF hierarchy cyclic")
-        conn.execute("UPDATE tags SET df = (SELECT count(*) FROM node_tags WHERE tid = ?) "
-                     "WHERE tid = ?", (d, d))
-        conn.execute("DELETE FROM tags WHERE tid = ?", (s,))
+        conn.execute("UPDATE tags SET df = (SELECT count(*) FROM node_tags "
+                     "WHERE namespace = ? AND tid = ?) WHERE namespace = ? AND tid = ?",
+                     (ns, d, ns, d))
+        conn.execute("DELETE FROM tags WHERE namespace = ? AND tid = ?", (ns, s))
     return d_name
 
 
@@ -322,12 +335,15 @@ def export_tag_graph(engine: Engine, ns: str, format: Literal["dot", "json"] = "
             "SELECT name, df FROM tags WHERE namespace = ? ORDER BY name", (ns,))]
         edges = [(str(a), str(b), round(float(w), 6), int(c)) for a, b, w, c in conn.execute(
             "SELECT s.name, d.name, e.weight, e.count FROM tag_edges e "
-            "JOIN tags s ON s.tid = e.src JOIN tags d ON d.tid = e.dst "
-            "WHERE s.namespace = ? ORDER BY e.weight DESC, s.name, d.name LIMIT ?",
+            "JOIN tags s ON s.namespace = e.namespace AND s.tid = e.src "
+            "JOIN tags d ON d.namespace = e.namespace AND d.tid = e.dst "
+            "WHERE e.namespace = ? ORDER BY e.weight DESC, s.name, d.name LIMIT ?",
             (ns, MAX_SQL_INTEGER if max_edges is None else max_edges))]
         parents = [(str(c), str(p)) for c, p in conn.execute(
-            "SELECT c.name, p.name FROM tag_parents tp JOIN tags c ON c.tid = tp.child "
-            "JOIN tags p ON p.tid = tp.parent WHERE c.namespace = ? ORDER BY c.name, p.name",
+            "SELECT c.name, p.name FROM tag_parents tp "
+            "JOIN tags c ON c.namespace = tp.namespace AND c.tid = tp.child "
+            "JOIN tags p ON p.namespace = tp.namespace AND p.tid = tp.parent "
+            "WHERE tp.namespace = ? ORDER BY c.name, p.name",
             (ns,))]
     if format == "json":
         return json.dumps({

@@ -128,7 +128,8 @@ def _measure(conn: apsw.Connection, cfg: TriggerConfig, at: float,
     # A rolled-back run still counts while its rollback's holds last (0 hold days: never).
     for ns, t in conn.execute(
             f"SELECT namespace, max(started_at) FROM rem_runs WHERE (status != 'rolled_back' "
-            f"OR run_id IN (SELECT run_id FROM rem_holds WHERE held_until > ?)) {only} "
+            f"OR run_id IN (SELECT run_id FROM rem_holds h WHERE h.namespace = rem_runs.namespace "
+            f"AND h.held_until > ?)) {only} "
             "GROUP BY namespace", (at, *args)):
         if ns in out:
             out[ns].last_rem = t
@@ -138,7 +139,8 @@ def _measure(conn: apsw.Connection, cfg: TriggerConfig, at: float,
             f"row_number() OVER (PARTITION BY namespace ORDER BY created_at DESC) AS n "
             f"FROM packs WHERE created_at <= ? {only}) AS ranked WHERE n <= ?) "
             "SELECT r.namespace, count(DISTINCT r.pack_id), avg(i.importance) FROM recent r "
-            "LEFT JOIN pack_items i ON i.pack_id = r.pack_id GROUP BY r.namespace",
+            "LEFT JOIN pack_items i ON i.namespace = r.namespace AND i.pack_id = r.pack_id "
+            "GROUP BY r.namespace",
             (at, *args, cfg.retrieval_window_packs)):
         if ns in out:
             out[ns].packs, out[ns].mean_importance = int(packs), mean

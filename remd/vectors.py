@@ -91,7 +91,7 @@ def write_sentence_vectors(conn: apsw.Connection, namespace: str, rid: int,
     caller's transaction, replacing any it had."""
     m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
     # Deleting no row fires no trigger: vec_generation moves only when rows are replaced.
-    conn.execute("DELETE FROM sentence_vec WHERE rid = ?", (rid,))
+    conn.execute("DELETE FROM sentence_vec WHERE namespace = ? AND rid = ?", (namespace, rid))
     if not len(m):
         return
     bits, small = quantise(m), to_int8(m)
@@ -293,7 +293,7 @@ def knn(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike, k: int, *,
     if k <= 0 or q is None:
         return []
     index.refresh(conn)
-    return exact(conn, index.candidates(q, k * max(1, rerank)), q)
+    return exact(conn, index.namespace, index.candidates(q, k * max(1, rerank)), q)
 
 
 def exact_scan(store: Store, namespace: str, query: npt.ArrayLike, k: int
@@ -345,9 +345,10 @@ def unit(query: npt.ArrayLike) -> F32 | None:
     return None if norm == 0.0 else q / norm
 
 
-def exact(conn: apsw.Connection, keys: npt.NDArray[np.int64], q: F32,
+def exact(conn: apsw.Connection, namespace: str, keys: npt.NDArray[np.int64], q: F32,
           table: str = "node_vec_bit") -> list[tuple[int, float]]:
-    """(rid, cosine similarity) of the given candidates by their stored vectors, best first.
+    """(rid, cosine similarity) of the given candidates of ``namespace`` by their stored
+    vectors, best first.
 
     ``keys`` are rids of ``node_vec_bit``, or sids of ``sentence_vec``: then each memory
     appears once, with the similarity of its best sentence.
@@ -358,7 +359,8 @@ def exact(conn: apsw.Connection, keys: npt.NDArray[np.int64], q: F32,
     marks = ",".join("?" * len(ids))
     key = "rid" if table == "node_vec_bit" else "sid"
     rows: list[tuple[Any, ...]] = list(conn.execute(
-        f"SELECT rid, vec FROM {table} WHERE {key} IN ({marks})", ids))
+        f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} IN ({marks})",
+        (namespace, *ids)))
     if not rows:
         return []
     sims = from_int8([r[1] for r in rows]) @ q
@@ -380,6 +382,7 @@ class Scan:
     """A vector search under way: the unit query and its Hamming candidates (or their future,
     when the scan runs on the worker thread)."""
 
+    namespace: str
     q: F32
     rids: npt.NDArray[np.int64] | Future[npt.NDArray[np.int64]]
     table: str = "node_vec_bit"
@@ -388,7 +391,7 @@ class Scan:
         """The candidates ranked by exact cosine (float vectors read back), best first: (rid,
         similarity), a memory's best sentence standing for it in ``sentence_vec``."""
         rids = self.rids if isinstance(self.rids, np.ndarray) else self.rids.result()
-        return exact(conn, rids, self.q, self.table)
+        return exact(conn, self.namespace, rids, self.q, self.table)
 
 
 # Below this many vectors the Hamming scan takes well under 0.2 ms: not worth a thread hop.
@@ -422,5 +425,6 @@ def start_scan(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike,
         return None
     index.refresh(conn)
     if len(index) < _SCAN_THREAD_MIN:
-        return Scan(q, index.candidates(q, want), index.table)
-    return Scan(q, _pools("scan").submit(index.candidates, q, want, parts=2), index.table)
+        return Scan(index.namespace, q, index.candidates(q, want), index.table)
+    return Scan(index.namespace, q, _pools("scan").submit(index.candidates, q, want, parts=2),
+                index.table)

@@ -28,6 +28,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", BACKENDS)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``last`` run after all the others (the routing check reads what the
+    suite sent)."""
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+
+
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests run offline: any connection attempt to a non-loopback address fails loudly."""

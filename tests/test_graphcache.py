@@ -59,7 +59,7 @@ def check_cache(m: Memory) -> int:
         cache.sync(conn)
         for tid, rows in cache.edges.items():
             want = conn.execute("SELECT dst, weight FROM tag_edges WHERE src = ? "
-                                "ORDER BY weight DESC LIMIT ?", (tid, rows.limit)).fetchall()
+                                "ORDER BY weight DESC, dst LIMIT ?", (tid, rows.limit)).fetchall()
             assert list(zip(rows.ids, rows.weights, strict=True)) == want, f"edges of {tid}"
             checked += 1
         for tid, rows in cache.members.items():
@@ -79,15 +79,18 @@ def check_terms(m: Memory) -> int:
     """Every cached FTS5 posting count equals a fresh capped count in the same snapshot."""
     counts = m.engine.caches.terms
     with m.store.snapshot() as conn:
-        counts.sync(conn)
-        for (stem, cap), n in counts.counts.items():
-            if is_url(m.store.path):  # PostgreSQL's term index, by stem
+        counts.sync(conn, m.namespace)
+        for (scope, stem, cap), n in counts.counts.items():
+            if is_url(m.store.path):  # PostgreSQL's term index of the namespace, by stem
+                assert scope == m.namespace
                 row = conn.execute("SELECT count(*) FROM (SELECT 1 FROM node_terms "
-                                   "WHERE stem = ? LIMIT ?) AS t", (stem, cap + 1)).fetchone()
-            else:
+                                   "WHERE namespace = ? AND stem = ? LIMIT ?) AS t",
+                                   (scope, stem, cap + 1)).fetchone()
+            else:  # the file's FTS5 index
+                assert scope == ""
                 row = conn.execute("SELECT count(*) FROM (SELECT 1 FROM node_fts "
                                    "WHERE node_fts MATCH ? LIMIT ?)",
-                                   (counts.words[(stem, cap)], cap + 1)).fetchone()
+                                   (counts.words[(scope, stem, cap)], cap + 1)).fetchone()
             assert n == row[0], f"postings of {stem!r}"
     return len(counts.counts)
 

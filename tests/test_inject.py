@@ -537,26 +537,30 @@ def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
 
 
 @pytest.mark.sqlite_only("SQLite migrations")
-def test_migration_0004_marks_the_dead_rows_of_an_existing_file(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_migration_0004_marks_the_dead_rows_of_an_existing_file(db_path: Path) -> None:
     """A file written by the previous schema (no node_tags.live) with superseded and forgotten
     memories: opening it with this remd backfills live = 0 for exactly their rows."""
-    import remd.store as store_mod
+    from remd.store import StoreConfig, connect
     from tests.test_store import old_file
 
     old_file(db_path, "0003_vec_generation")
-    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:3])
-    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 3)
-    with Memory(db_path, embedder=None) as old:
-        old.save("My city is Bangalore")
-        old.save("My city has changed to Mumbai")
-        gone = old.save("Temporary note about the garden shed key")
-        old.forget(gone.id)
-        old.save_many(DISTRACTORS)
-        assert "live" not in {r[1] for r in old.store.query("PRAGMA table_info(node_tags)")}
-    monkeypatch.undo()
+    rows = [("My city is Bangalore", "superseded"), ("My city has changed to Mumbai", "live"),
+            ("Temporary note about the garden shed key", "forgotten"),
+            *((text, "live") for text in DISTRACTORS)]
+    conn = connect(db_path, StoreConfig())
+    with conn:  # as remd wrote them then: nodes, their words, a tag each
+        conn.execute("INSERT INTO tags (tid, namespace, name, df, created_at) "
+                     "VALUES (1, 'default', 'city', ?, 0)", (len(rows),))
+        for rid, (text, status) in enumerate(rows, 1):
+            conn.execute("INSERT INTO nodes (rid, id, namespace, kind, content, status, "
+                         "created_at, last_access, tokens) "
+                         "VALUES (?, ?, 'default', 'episodic', ?, ?, 0, 0, 8)",
+                         (rid, f"old{rid}", text, status))
+            conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)", (rid, text))
+            conn.execute("INSERT INTO node_tags (tid, rid, weight) VALUES (1, ?, 1.0)", (rid,))
+    conn.close()
     with Memory(db_path, embedder=None) as new:
-        assert new.store.schema_version() == store_mod.SCHEMA_VERSION >= 4
+        assert new.store.schema_version() >= 4
         dead = new.store.query("SELECT DISTINCT n.content FROM node_tags nt "
                                "JOIN nodes n ON n.rid = nt.rid WHERE nt.live = 0")
         assert sorted(r[0] for r in dead) == ["My city is Bangalore",

@@ -310,8 +310,8 @@ def test_rollback_is_refused_while_a_later_run_builds_on_it(db_path: Path) -> No
         m.rollback(second.run_id or "")
         m.rollback(first.run_id or "")
         end = dump(m)
-        columns = "id, status, deprecated_by, content"
-        assert m.store.query(f"SELECT {columns} FROM nodes ORDER BY rid") == [
+        assert m.store.query("SELECT id, status, deprecated_by, content FROM nodes "
+                             "ORDER BY rid") == [
             (r[1], r[6], r[15], r[4]) for r in start["nodes"]]
         assert end["edges"] == start["edges"] and end["node_tags"] == start["node_tags"]
         assert end["tags"] == start["tags"]

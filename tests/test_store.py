@@ -157,6 +157,61 @@ def test_a_file_at_0008_gets_rem_holds_and_its_runs_keep_their_rows(db_path: Pat
         assert 0 < held <= run.flagged and m.run_rem(now=NOW, dry_run=True).held == held
 
 
+@pytest.mark.sqlite_only("SQLite migrations")
+def test_a_file_at_0010_gets_namespace_on_every_memory_table(db_path: Path) -> None:
+    """Migration 0011 copies each row's namespace from what it belongs to (memory, tag, pack,
+    run), in two namespaces; the memories then work as before, and new rows carry it."""
+    old_file(db_path, "0010_sentence_vectors")
+    conn = connect(db_path, StoreConfig())
+    with conn:
+        for k, ns in enumerate(("alpha", "beta")):
+            a, b, rid = 10 * k + 1, 10 * k + 2, k + 1
+            conn.execute("INSERT INTO nodes (rid, id, namespace, kind, content, created_at, "
+                         "last_access, tokens) VALUES (?, ?, ?, 'episodic', ?, 0, 0, 5)",
+                         (rid, f"n{rid}", ns, f"Notes about the {ns} garden"))
+            conn.execute("INSERT INTO node_fts (rowid, content) VALUES (?, ?)",
+                         (rid, f"Notes about the {ns} garden"))
+            conn.executemany("INSERT INTO tags (tid, namespace, name, df, created_at) "
+                             "VALUES (?, ?, ?, 1, 0)", [(a, ns, "garden"), (b, ns, ns)])
+            conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, 1.0)",
+                             [(a, rid), (b, rid)])
+            conn.executemany("INSERT INTO tag_edges (src, dst, count, weight) "
+                             "VALUES (?, ?, 1, 0.5)", [(a, b), (b, a)])
+            conn.execute("INSERT INTO tag_parents (child, parent) VALUES (?, ?)", (b, a))
+            conn.execute("INSERT INTO packs (pack_id, namespace, query, budget, tokens_used, "
+                         "created_at) VALUES (?, ?, 'garden', 100, 5, 0)", (f"p{k}", ns))
+            conn.execute("INSERT INTO pack_items (pack_id, rank, rid, score, tokens, "
+                         "importance, path) VALUES (?, 0, ?, 1.0, 5, 0.5, '[]')", (f"p{k}", rid))
+            conn.execute("INSERT INTO feedback (pack_id, accepted, at) VALUES (?, 1.0, 0)",
+                         (f"p{k}",))
+            conn.execute("INSERT INTO rem_runs (run_id, namespace, status, started_at, "
+                         "synthesiser, model, prompt_version) VALUES (?, ?, 'completed', 1.0, "
+                         "'offline', 'offline', 'offline-1')", (f"r{k}", ns))
+            conn.execute("INSERT INTO rem_clusters (run_id, cluster_no, status, members) "
+                         "VALUES (?, 0, 'skipped', '[]')", (f"r{k}",))
+    conn.close()
+    with Memory(db_path, namespace="beta") as m:
+        assert m.store.applied()[-1] == "0011_namespace_everywhere"
+        q = m.store.query
+        for table, key in (("node_tags", "rid"), ("tag_edges", "src"), ("tag_parents", "child"),
+                           ("pack_items", "pack_id"), ("feedback", "pack_id"),
+                           ("rem_clusters", "run_id")):
+            got = q(f"SELECT {key}, namespace FROM {table} ORDER BY {key}")
+            assert {str(ns) for _, ns in got} == {"alpha", "beta"}, table
+            assert not q(f"SELECT 1 FROM {table} WHERE namespace = ''"), table
+        assert q("SELECT namespace, count(*) FROM node_tags GROUP BY namespace") == [
+            ("alpha", 2), ("beta", 2)]
+        assert m.inject("garden", 100, fill=True).items[0].id == "n2"
+        saved = m.save("The beta garden gets a new fence", tags=["garden"])
+        assert "garden" in saved.tags
+        assert q("SELECT DISTINCT namespace FROM node_tags WHERE rid > 2") == [("beta",)]
+        assert m.merge_tags("beta", "garden") == "garden"
+        assert m.forget(saved.id).status.value == "forgotten"
+        assert q("SELECT DISTINCT nt.live FROM node_tags nt JOIN nodes n ON n.rid = nt.rid "
+                 "WHERE n.id = ?", (saved.id,)) == [(0,)]  # the live mirror follows
+        assert q("SELECT count(*) FROM tag_edges WHERE namespace = 'alpha'") == [(2,)]
+
+
 def test_newer_database_is_refused(db_path: Path) -> None:
     store = open_store(db_path, StoreConfig())
     with store.transaction() as conn:
