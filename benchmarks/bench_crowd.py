@@ -66,8 +66,8 @@ def add_crowd(path: Path, count: int, config: Config) -> float:
                     text = " ".join(mine + rng.choice(words, size=6).tolist()).capitalize()
                     nodes.append((rid, f"s{rid:09d}", ns, "episodic", text, NOW - 30 * DAY,
                                   NOW - 30 * DAY, 0.5, counter.count(text)))
-                    node_tags += [(ids[n], rid, 1.0) for n in mine]
-                    edges += [(ids[a], ids[b], 1, 0.5) for a in mine for b in mine if a != b]
+                    node_tags += [(ns, ids[n], rid, 1.0) for n in mine]
+                    edges += [(ns, ids[a], ids[b], 1, 0.5) for a in mine for b in mine if a != b]
                     v = rng.standard_normal(384).astype(np.float32)
                     vecs.append(v / np.linalg.norm(v))
                     rids.append(rid)
@@ -81,10 +81,10 @@ def add_crowd(path: Path, count: int, config: Config) -> float:
                     nodes)
                 conn.executemany("INSERT INTO node_fts (rowid, content) VALUES (?, ?)",
                                  [(r[0], r[4]) for r in nodes])
-                conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
-                                 node_tags)
-                conn.executemany("INSERT INTO tag_edges (src, dst, count, weight) "
-                                 "VALUES (?, ?, ?, ?) ON CONFLICT (src, dst) DO UPDATE SET "
+                conn.executemany("INSERT INTO node_tags (namespace, tid, rid, weight) "
+                                 "VALUES (?, ?, ?, ?)", node_tags)
+                conn.executemany("INSERT INTO tag_edges (namespace, src, dst, count, weight) "
+                                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (src, dst) DO UPDATE SET "
                                  "count = count + 1", edges)
                 conn.execute("UPDATE tags SET df = (SELECT count(*) FROM node_tags nt "
                              "WHERE nt.tid = tags.tid) WHERE tid > ?", (tid - len(tags),))

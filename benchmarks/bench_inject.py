@@ -145,7 +145,7 @@ def build(path: Path | str, n: int, config: Config) -> float:
                 tags = list(dict.fromkeys(d))[: int(rng.integers(3, 9))]
                 tids = np.array(tags, np.int64) + 1
                 df[tids] += 1
-                tag_rows += [(int(t), rid, 1.0) for t in tids]
+                tag_rows += [("default", int(t), rid, 1.0) for t in tids]
                 a, b = np.meshgrid(tids, tids)
                 mask = a != b
                 pair_keys.append(a[mask] * stride + b[mask])
@@ -167,8 +167,8 @@ def build(path: Path | str, n: int, config: Config) -> float:
                 else:
                     conn.executemany("INSERT INTO node_fts (rowid, content) VALUES (?, ?)",
                                      [(r[0], r[4]) for r in node_rows])
-                conn.executemany("INSERT INTO node_tags (tid, rid, weight) VALUES (?, ?, ?)",
-                                 tag_rows)
+                conn.executemany("INSERT INTO node_tags (namespace, tid, rid, weight) "
+                                 "VALUES (?, ?, ?, ?)", tag_rows)
                 write_vectors(conn, "default", range(start + 1, start + size + 1), vecs)
         keys, counts = np.unique(np.concatenate(pair_keys), return_counts=True)
         weights = 1.0 - 0.5 * 0.9 ** (counts - 1.0)  # the write path's co-occurrence rule
@@ -177,7 +177,8 @@ def build(path: Path | str, n: int, config: Config) -> float:
                              [(int(df[t]), t) for t in range(1, stride) if df[t]])
             for lo in range(0, len(keys), 500_000):
                 conn.executemany(
-                    "INSERT INTO tag_edges (src, dst, count, weight) VALUES (?, ?, ?, ?)",
+                    "INSERT INTO tag_edges (namespace, src, dst, count, weight) "
+                    "VALUES ('default', ?, ?, ?, ?)",
                     ((int(k // stride), int(k % stride), int(c), float(w)) for k, c, w in
                      zip(keys[lo:lo + 500_000], counts[lo:lo + 500_000],
                          weights[lo:lo + 500_000], strict=True)))
