@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
@@ -143,24 +143,31 @@ class _Injector:
         return self.nodes.n
 
     def _query_seeds(self, conn: apsw.Connection, query: str) -> dict[int, tuple[str, float]]:
+        found: dict[str, tuple[int, int]] = {}  # name -> (tid, df) of the tags looked up
+
+        def lookup(names: Iterable[str]) -> None:
+            wanted = [n for n in names if n not in found]
+            if wanted:
+                marks = ",".join("?" * len(wanted))
+                for tid, name, df in conn.execute(
+                        f"SELECT tid, name, df FROM tags WHERE namespace = ? AND name IN ({marks})",
+                        (self.ns, *wanted)):
+                    found[str(name)] = (int(tid), int(df))
+
         def known(names: list[str]) -> set[str]:
-            if not names:
-                return set()
-            marks = ",".join("?" * len(names))
-            return {str(r[0]) for r in conn.execute(
-                f"SELECT name FROM tags WHERE namespace = ? AND name IN ({marks})",
-                (self.ns, *names))}
+            lookup(names)
+            return {n for n in names if n in found}
 
         weights = dict(extract_query_tags(query, known=known, max_tags=8))
         self.query_tags = (0, len(weights))
         if not weights:
             return {}
-        marks = ",".join("?" * len(weights))
+        lookup(weights)  # usually asked already, through known()
         scored = []
-        for tid, name, df in conn.execute(
-                f"SELECT tid, name, df FROM tags WHERE namespace = ? AND name IN ({marks})",
-                (self.ns, *weights)):
-            scored.append((weights[name] * self.spec.one(int(df)), int(tid), str(name)))
+        for name in weights:
+            if name in found:
+                tid, df = found[name]
+                scored.append((weights[name] * self.spec.one(df), tid, name))
         scored.sort(key=lambda s: (-s[0], s[2]))
         self.query_tags = (len(scored), len(weights))
         return {tid: (name, w) for w, tid, name in scored[: self.cfg.max_seed_tags]}
@@ -543,22 +550,27 @@ class _Injector:
                 "INSERT INTO packs (pack_id, namespace, query, budget, tokens_used, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (pack.pack_id, self.ns, pack.query, pack.budget, pack.tokens_used, self.now))
-            rows = []
-            for rank, ((c, score, _), item) in enumerate(zip(picked, pack.items, strict=True)):
-                path = f"[{', '.join(map(str, paths.get(c.via, ())))}]"  # as json.dumps writes
-                rows.append((self.ns, pack.pack_id, rank, c.rid, score, item.tokens,
-                             c.importance, path))
-            conn.executemany(
-                "INSERT INTO pack_items (namespace, pack_id, rank, rid, score, tokens, "
-                "importance, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            conn.executemany(
-                "UPDATE nodes SET access_count = access_count + 1, "
-                "last_access = max(last_access, ?) WHERE namespace = ? AND rid = ?",
-                [(self.now, self.ns, c.rid) for c, _, _ in picked])
-            conn.executemany(
-                "INSERT INTO access_log (rid, namespace, at, pack_id) VALUES (?, ?, ?, ?)",
-                [(c.rid, self.ns, self.now, pack.pack_id) for c, _, _ in picked])
-
+            # A statement per table (per 500 items), not per item: one round trip each on
+            # PostgreSQL.
+            for start in range(0, len(picked), 500):
+                part = list(enumerate(picked))[start:start + 500]
+                rows: list[Any] = []
+                for rank, (c, score, _) in part:
+                    path = f"[{', '.join(map(str, paths.get(c.via, ())))}]"  # as json.dumps
+                    rows += (self.ns, pack.pack_id, rank, c.rid, score, pack.items[rank].tokens,
+                             c.importance, path)
+                marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part))
+                conn.execute("INSERT INTO pack_items (namespace, pack_id, rank, rid, score, "
+                             f"tokens, importance, path) VALUES {marks}", rows)
+                rids = [c.rid for _, (c, _, _) in part]
+                conn.execute(
+                    "UPDATE nodes SET access_count = access_count + 1, "
+                    "last_access = max(last_access, ?) WHERE namespace = ? "
+                    f"AND rid IN ({','.join('?' * len(rids))})", (self.now, self.ns, *rids))
+                conn.execute(
+                    "INSERT INTO access_log (rid, namespace, at, pack_id) VALUES "
+                    + ", ".join(["(?, ?, ?, ?)"] * len(part)),
+                    [v for rid in rids for v in (rid, self.ns, self.now, pack.pack_id)])
 
 def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
            fill: bool = False) -> Pack:

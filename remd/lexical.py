@@ -16,7 +16,6 @@ adjusted, a deletion (a REM rollback) drops them all.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from typing import Any
@@ -191,8 +190,9 @@ def index_text(conn: apsw.Connection, rid: int, namespace: str, content: str) ->
         return
     counts = stem_counts(conn, content)
     length = sum(counts.values())
-    conn.executemany("INSERT INTO node_terms (namespace, stem, rid, tf) VALUES (?, ?, ?, ?)",
-                     [(namespace, stem, rid, n) for stem, n in counts.items()])
+    conn.executemany("INSERT INTO node_terms (namespace, stem, rid, tf, len) "
+                     "VALUES (?, ?, ?, ?, ?)",
+                     [(namespace, stem, rid, n, length) for stem, n in counts.items()])
     conn.execute("INSERT INTO node_terms_len (rid, namespace, len) VALUES (?, ?, ?)",
                  (rid, namespace, length))
     conn.execute("INSERT INTO fts_stats (namespace, docs, terms) VALUES (?, 1, ?) "
@@ -269,26 +269,22 @@ def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str, filtered
     if not wanted:
         return []
     marks = ",".join("?" * len(wanted))
-    stats = conn.execute("SELECT docs, terms FROM fts_stats WHERE namespace = ?",
-                         (namespace,)).fetchone() or (0, 0)
-    docs = float(stats[0] or 0)
-    avgdl = float(stats[1] or 0) / docs if docs else 1.0
+    # One statement, scored where the postings are: only the best ``limit`` rows come back.
+    # The document frequency of a stem is its postings in the namespace; floats are float8
+    # (constants bound as such), as Python's arithmetic is.
+    keep = ("JOIN nodes n ON n.namespace = p.namespace AND n.rid = p.rid "
+            "AND n.status IN ('live', 'deprecated') " if filtered else "")
     rows: list[Any] = conn.execute(
-        f"SELECT t.rid, t.stem, t.tf, l.len FROM node_terms t "
-        f"JOIN node_terms_len l ON l.namespace = t.namespace AND l.rid = t.rid "
-        f"WHERE t.namespace = ? AND t.stem IN ({marks})", (namespace, *wanted)).fetchall()
-    df = Counter(str(r[1]) for r in rows)
-    idf = {stem: max(math.log((docs - n + 0.5) / (n + 0.5)), 1e-6) for stem, n in df.items()}
-    score: dict[int, float] = {}
-    for rid, stem, count, length in rows:
-        tf = float(count)
-        norm = _K1 * (1 - _B + _B * float(length) / max(avgdl, 1e-9))
-        score[int(rid)] = score.get(int(rid), 0.0) + idf[str(stem)] * tf * (_K1 + 1) / (tf + norm)
-    if filtered and score:
-        rids = list(score)
-        keep = {int(r[0]) for r in conn.execute(
-            f"SELECT rid FROM nodes WHERE namespace = ? AND status IN ('live', 'deprecated') "
-            f"AND rid IN ({','.join('?' * len(rids))})", (namespace, *rids))}
-        score = {rid: s for rid, s in score.items() if rid in keep}
-    best = sorted(score.items(), key=lambda rs: (-rs[1], rs[0]))[:limit]
-    return best
+        f"WITH s AS (SELECT CAST(docs AS float8) AS docs, CASE WHEN docs > 0 "
+        f"THEN CAST(terms AS float8) / docs ELSE 1.0 END AS avgdl FROM fts_stats "
+        f"WHERE namespace = ?), "
+        f"p AS (SELECT namespace, rid, stem, CAST(tf AS float8) AS tf, "
+        f"CAST(len AS float8) AS len FROM node_terms "
+        f"WHERE namespace = ? AND stem IN ({marks})), "
+        f"d AS (SELECT stem, CAST(count(*) AS float8) AS n FROM p GROUP BY stem) "
+        f"SELECT p.rid, sum(GREATEST(ln((s.docs - d.n + 0.5) / (d.n + 0.5)), 1e-6) * p.tf "
+        f"* (? + 1) / (p.tf + ? * (1 - ? + ? * p.len / GREATEST(s.avgdl, 1e-9)))) AS score "
+        f"FROM p JOIN d ON d.stem = p.stem CROSS JOIN s {keep}"
+        f"GROUP BY p.rid ORDER BY score DESC, p.rid LIMIT ?",
+        (namespace, namespace, *wanted, _K1, _K1, _B, _B, limit)).fetchall()
+    return [(int(rid), float(score)) for rid, score in rows]

@@ -135,6 +135,11 @@ class PgConnection:
         self.raw = conn
         self.url = url
         self.changes = 0
+        # Inside a read snapshot (PgStore.snapshot): the rows of each read already made in it.
+        # The snapshot sees one state, so the same read gives the same rows: the caches'
+        # coherence checks (the same change log asked by two of them) cost one round trip.
+        # Any other statement empties it.
+        self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] | None = None
 
     @property
     def in_transaction(self) -> bool:
@@ -148,15 +153,40 @@ class PgConnection:
     def execute(self, sql: str, params: Any = ()) -> _Cursor:
         import psycopg
 
+        key = None
+        if self.memo is not None:
+            if sql.lstrip()[:6].upper() == "SELECT" and not isinstance(params, dict):
+                key = (sql, tuple(params))
+                if key in self.memo:
+                    return _Cursor(self.memo[key])
+            else:
+                self.memo.clear()
         try:
-            with self.raw.cursor() as cur:
+            # Reads in a snapshot are bound server-side, so psycopg prepares the ones a
+            # connection repeats (their plans are reused); everything else client-side.
+            with (psycopg.Cursor(self.raw) if key is not None else self.raw.cursor()) as cur:
                 cur.execute(translate(sql), _params(params) if params else None)
                 self.changes += max(cur.rowcount, 0) if cur.description is None else 0
-                return _Cursor(cur.fetchall() if cur.description is not None else [])
+                rows = cur.fetchall() if cur.description is not None else []
+                if key is not None and self.memo is not None:
+                    self.memo[key] = rows
+                return _Cursor(rows)
         except psycopg.Error as exc:
             raise wrap(exc, self.url) from exc
         except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
             raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+
+    def blobs(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """The rows of a read of binary columns (vectors), bound server-side and returned in
+        binary: bytea comes back as its bytes, not as hex text twice their size to decode."""
+        import psycopg
+
+        try:
+            with psycopg.Cursor(self.raw) as cur:
+                cur.execute(translate(sql), _params(params), binary=True)
+                return cur.fetchall()
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
 
     def executemany(self, sql: str, seq: Any) -> None:
         import psycopg
@@ -310,10 +340,9 @@ class PgStore:
                 with store.savepoint(held, local, f"remd_sp{next(self._savepoints)}"):
                     yield held
                 return
-            conn.execute("BEGIN")
             local.depth = 1
             try:
-                conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+                conn.script(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK:d})")  # one trip
                 yield held
             except BaseException:
                 _rollback(conn)
@@ -332,10 +361,12 @@ class PgStore:
     def _prune_logs(conn: PgConnection) -> None:
         """As the SQLite store does (remd.store.LOG_KEEP rows kept, pruned in steps)."""
         keep, step = store.LOG_KEEP, store._LOG_STEP
-        for table in ("tag_log", "node_log"):
-            row = conn.execute(f"SELECT max(seq), min(seq) FROM {table}").fetchone()
-            if row is not None and row[0] is not None and row[0] - row[1] >= keep + step:
-                conn.execute(f"DELETE FROM {table} WHERE seq < ?", (row[0] - keep,))
+        row = conn.execute("SELECT (SELECT max(seq) FROM tag_log), (SELECT min(seq) FROM tag_log), "
+                           "(SELECT max(seq) FROM node_log), (SELECT min(seq) FROM node_log)"
+                           ).fetchone() or (None,) * 4
+        for table, top, low in (("tag_log", row[0], row[1]), ("node_log", row[2], row[3])):
+            if top is not None and top - low >= keep + step:
+                conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - keep,))
 
     # -- reads --------------------------------------------------------------------------
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
@@ -361,9 +392,11 @@ class PgStore:
                 return
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             local.depth = 1
+            conn.memo = {}
             try:
                 yield held
             finally:
+                conn.memo = None
                 local.depth = 0
                 _rollback(conn)
 

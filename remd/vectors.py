@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import numpy as np
@@ -358,9 +358,15 @@ def exact(conn: apsw.Connection, namespace: str, keys: npt.NDArray[np.int64], q:
     ids = [int(r) for r in keys]
     marks = ",".join("?" * len(ids))
     key = "rid" if table == "node_vec_bit" else "sid"
-    rows: list[tuple[Any, ...]] = list(conn.execute(
-        f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} IN ({marks})",
-        (namespace, *ids)))
+    rows: list[tuple[Any, ...]]
+    if is_postgres(conn):  # one statement text whatever the count: prepared once, reused
+        rows = cast(Any, conn).blobs(
+            f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} = ANY(?)",
+            (namespace, ids))
+    else:
+        rows = list(conn.execute(
+            f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} IN ({marks})",
+            (namespace, *ids)))
     if not rows:
         return []
     sims = from_int8([r[1] for r in rows]) @ q
