@@ -26,10 +26,15 @@ def _own(conn: Any, namespace: str) -> tuple[str, list[Any]]:
     return "", []
 
 
+def newest_probe(conn: Any, table: str, namespace: str) -> tuple[str, list[Any]]:
+    """The statement :func:`newest` runs (a reader's first question at each look)."""
+    own, params = _own(conn, namespace)
+    return f"SELECT max(seq) FROM {table} WHERE {own}1 = 1", params
+
+
 def newest(conn: Any, table: str, namespace: str) -> int:
     """The newest entry a reader of ``namespace`` must have seen (0: none)."""
-    own, params = _own(conn, namespace)
-    return int_scalar(conn, f"SELECT max(seq) FROM {table} WHERE {own}1 = 1", params)
+    return int_scalar(conn, *newest_probe(conn, table, namespace))
 
 
 def intact(conn: Any, table: str, namespace: str, seen: int) -> bool:

@@ -40,12 +40,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import apsw
 import numpy as np
 
-from remd import cues, lexical, nodemirror, packer, standins, vectors
+from remd import changelog, cues, lexical, nodemirror, packer, standins, vectors
 from remd.caches import View
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
@@ -57,6 +57,7 @@ from remd.ingest import check_namespace, check_text
 from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.pack import Pack, PackItem, ScoreParts, Seed, check_budget
+from remd.pgstore import is_postgres
 from remd.tagging import extract_query_tags
 from remd.walk import Specificity, Walk, propagate
 
@@ -132,6 +133,13 @@ class _Injector:
         """Bring the in-process caches to this snapshot (once per inject): evict the tags and
         re-read the memories written since the last look."""
         if not self._synced:
+            if is_postgres(conn):  # every cache's first question, in one round trip
+                probes: list[tuple[str, Sequence[Any]]] = [
+                    changelog.newest_probe(conn, "node_log", self.ns),
+                    changelog.newest_probe(conn, "tag_log", self.ns)]
+                if self.cfg.vector_k > 0:
+                    probes += self.view.bits.probes() + self.view.sentences.probes()
+                cast(Any, conn).prefetch(probes)
             self.nodes.refresh(conn)
             self.cache.size_for(self.nodes.n)
             self.cache.sync(conn)
@@ -545,32 +553,31 @@ class _Injector:
     def _record(self, pack: Pack, picked: Sequence[tuple[_Candidate, float, float]],
                 paths: dict[int | None, list[int]]) -> None:
         """One transaction: the pack, its items, and the items' access bookkeeping."""
-        with self.engine.store.transaction() as conn:
-            conn.execute(
-                "INSERT INTO packs (pack_id, namespace, query, budget, tokens_used, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (pack.pack_id, self.ns, pack.query, pack.budget, pack.tokens_used, self.now))
-            # A statement per table (per 500 items), not per item: one round trip each on
-            # PostgreSQL.
-            for start in range(0, len(picked), 500):
-                part = list(enumerate(picked))[start:start + 500]
-                rows: list[Any] = []
-                for rank, (c, score, _) in part:
-                    path = f"[{', '.join(map(str, paths.get(c.via, ())))}]"  # as json.dumps
-                    rows += (self.ns, pack.pack_id, rank, c.rid, score, pack.items[rank].tokens,
-                             c.importance, path)
-                marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part))
-                conn.execute("INSERT INTO pack_items (namespace, pack_id, rank, rid, score, "
-                             f"tokens, importance, path) VALUES {marks}", rows)
-                rids = [c.rid for _, (c, _, _) in part]
-                conn.execute(
-                    "UPDATE nodes SET access_count = access_count + 1, "
-                    "last_access = max(last_access, ?) WHERE namespace = ? "
-                    f"AND rid IN ({','.join('?' * len(rids))})", (self.now, self.ns, *rids))
-                conn.execute(
-                    "INSERT INTO access_log (rid, namespace, at, pack_id) VALUES "
-                    + ", ".join(["(?, ?, ?, ?)"] * len(part)),
-                    [v for rid in rids for v in (rid, self.ns, self.now, pack.pack_id)])
+        statements: list[tuple[str, Sequence[Any]]] = [(
+            "INSERT INTO packs (pack_id, namespace, query, budget, tokens_used, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (pack.pack_id, self.ns, pack.query, pack.budget, pack.tokens_used, self.now))]
+        # A statement per table (per 500 items), not per item; on PostgreSQL all of them go
+        # in one message (Store.write_all).
+        for start in range(0, len(picked), 500):
+            part = list(enumerate(picked))[start:start + 500]
+            rows: list[Any] = []
+            for rank, (c, score, _) in part:
+                path = f"[{', '.join(map(str, paths.get(c.via, ())))}]"  # as json.dumps writes
+                rows += (self.ns, pack.pack_id, rank, c.rid, score, pack.items[rank].tokens,
+                         c.importance, path)
+            marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part))
+            rids = [c.rid for _, (c, _, _) in part]
+            statements += [
+                ("INSERT INTO pack_items (namespace, pack_id, rank, rid, score, tokens, "
+                 f"importance, path) VALUES {marks}", rows),
+                ("UPDATE nodes SET access_count = access_count + 1, "
+                 "last_access = max(last_access, ?) WHERE namespace = ? "
+                 f"AND rid IN ({','.join('?' * len(rids))})", (self.now, self.ns, *rids)),
+                ("INSERT INTO access_log (rid, namespace, at, pack_id) VALUES "
+                 + ", ".join(["(?, ?, ?, ?)"] * len(part)),
+                 [v for rid in rids for v in (rid, self.ns, self.now, pack.pack_id)])]
+        self.engine.store.write_all(statements)
 
 def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
            fill: bool = False) -> Pack:

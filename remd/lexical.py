@@ -268,23 +268,21 @@ def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str, filtered
     wanted = sorted({stem for w in words for stem in stem_counts(conn, w)})
     if not wanted:
         return []
-    marks = ",".join("?" * len(wanted))
     # One statement, scored where the postings are: only the best ``limit`` rows come back.
-    # The document frequency of a stem is its postings in the namespace; floats are float8
-    # (constants bound as such), as Python's arithmetic is.
-    keep = ("JOIN nodes n ON n.namespace = p.namespace AND n.rid = p.rid "
+    # A stem's document frequency is its postings in the namespace (read in stem order from
+    # the covering index, counted by a window); floats are float8 (constants bound as such),
+    # as Python's arithmetic is. The stems are one array: one statement text, prepared once.
+    keep = ("JOIN nodes n ON n.namespace = ? AND n.rid = q.rid "
             "AND n.status IN ('live', 'deprecated') " if filtered else "")
     rows: list[Any] = conn.execute(
-        f"WITH s AS (SELECT CAST(docs AS float8) AS docs, CASE WHEN docs > 0 "
-        f"THEN CAST(terms AS float8) / docs ELSE 1.0 END AS avgdl FROM fts_stats "
-        f"WHERE namespace = ?), "
-        f"p AS (SELECT namespace, rid, stem, CAST(tf AS float8) AS tf, "
-        f"CAST(len AS float8) AS len FROM node_terms "
-        f"WHERE namespace = ? AND stem IN ({marks})), "
-        f"d AS (SELECT stem, CAST(count(*) AS float8) AS n FROM p GROUP BY stem) "
-        f"SELECT p.rid, sum(GREATEST(ln((s.docs - d.n + 0.5) / (d.n + 0.5)), 1e-6) * p.tf "
-        f"* (? + 1) / (p.tf + ? * (1 - ? + ? * p.len / GREATEST(s.avgdl, 1e-9)))) AS score "
-        f"FROM p JOIN d ON d.stem = p.stem CROSS JOIN s {keep}"
-        f"GROUP BY p.rid ORDER BY score DESC, p.rid LIMIT ?",
-        (namespace, namespace, *wanted, _K1, _K1, _B, _B, limit)).fetchall()
+        "SELECT q.rid, sum(GREATEST(ln((s.docs - q.n + 0.5) / (q.n + 0.5)), 1e-6) * q.tf "
+        "* (? + 1) / (q.tf + ? * (1 - ? + ? * q.len / GREATEST(s.avgdl, 1e-9)))) AS score "
+        "FROM (SELECT rid, CAST(tf AS float8) AS tf, CAST(len AS float8) AS len, "
+        "CAST(count(*) OVER (PARTITION BY stem) AS float8) AS n FROM node_terms "
+        "WHERE namespace = ? AND stem = ANY(?)) AS q "
+        "CROSS JOIN (SELECT CAST(docs AS float8) AS docs, CASE WHEN docs > 0 "
+        "THEN CAST(terms AS float8) / docs ELSE 1.0 END AS avgdl FROM fts_stats "
+        f"WHERE namespace = ?) AS s {keep}GROUP BY q.rid ORDER BY score DESC, q.rid LIMIT ?",
+        (_K1, _K1, _B, _B, namespace, wanted, namespace,
+         *((namespace,) if filtered else ()), limit)).fetchall()
     return [(int(rid), float(score)) for rid, score in rows]

@@ -22,7 +22,7 @@ change-log triggers, the schema) is done by the PostgreSQL store and its schema,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 __all__ = ["translate"]
@@ -150,3 +150,37 @@ def translate(sql: str) -> str:
     sql = _CROSS_ON.sub(r"JOIN \1 ON", sql)
     sql = _INFINITY.sub("'Infinity'::float8", sql)
     return _placeholders(_calls(sql))
+
+
+_IN_LIST = re.compile(r"\b(NOT\s+)?IN\s*\((%s(?:\s*,\s*%s)*)\)", re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def as_arrays(sql: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """``sql`` (translated) with each ``IN (%s, %s, ...)`` list of placeholders made one array
+    parameter (``= ANY(%s)``; ``NOT IN``: ``<> ALL(%s)``), so that a read has one text
+    whatever its list's length and a prepared plan serves every call; and where each list's
+    parameters start and how many there are, for :func:`group`."""
+    spans: list[tuple[int, int]] = []
+    out: list[str] = []
+    at = 0
+    for m in _IN_LIST.finditer(sql):
+        start = sql.count("%s", 0, m.start())
+        spans.append((start, m.group(2).count("%s")))
+        out.append(sql[at:m.start()])
+        out.append("<> ALL(%s)" if m.group(1) else "= ANY(%s)")
+        at = m.end()
+    out.append(sql[at:])
+    return "".join(out), tuple(spans)
+
+
+def group(params: Sequence[object], spans: tuple[tuple[int, int], ...]) -> list[object]:
+    """``params`` with each span (start, count) of :func:`as_arrays` made one list."""
+    out: list[object] = []
+    at = 0
+    for start, count in spans:
+        out += params[at:start]
+        out.append(list(params[start:start + count]))
+        at = start + count
+    out += params[at:]
+    return out

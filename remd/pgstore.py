@@ -41,7 +41,7 @@ from remd.errors import (
     StoreError,
 )
 from remd.logs import get_logger
-from remd.pgsql import translate
+from remd.pgsql import as_arrays, group, translate
 
 if TYPE_CHECKING:
     import apsw
@@ -51,6 +51,19 @@ log = get_logger("remd.pgstore")
 
 URL_PREFIXES = ("postgresql://", "postgres://")
 WRITE_LOCK = 0x72656D64  # "remd": the advisory lock every write transaction holds
+_BEGIN = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK:d})"
+# Before COMMIT, as the SQLite store does (remd.store): drop the oldest rows of a change log
+# once it holds LOG_KEEP + a step; the condition first, so that otherwise nothing is scanned.
+def _commit() -> str:
+    return _commit_sql(store.LOG_KEEP, store._LOG_STEP)
+
+
+@functools.cache
+def _commit_sql(keep: int, step: int) -> str:
+    return "; ".join(
+        f"DELETE FROM {log} WHERE (SELECT max(seq) - min(seq) FROM {log}) >= {keep + step:d} "
+        f"AND seq < (SELECT max(seq) FROM {log}) - {keep:d}" for log in ("tag_log", "node_log")
+    ) + "; COMMIT"
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial",)
 
 
@@ -156,7 +169,7 @@ class PgConnection:
         key = None
         if self.memo is not None:
             if sql.lstrip()[:6].upper() == "SELECT" and not isinstance(params, dict):
-                key = (sql, tuple(params))
+                key = (sql, tuple(tuple(p) if isinstance(p, list) else p for p in params))
                 if key in self.memo:
                     return _Cursor(self.memo[key])
             else:
@@ -165,7 +178,11 @@ class PgConnection:
             # Reads in a snapshot are bound server-side, so psycopg prepares the ones a
             # connection repeats (their plans are reused); everything else client-side.
             with (psycopg.Cursor(self.raw) if key is not None else self.raw.cursor()) as cur:
-                cur.execute(translate(sql), _params(params) if params else None)
+                if key is not None:  # IN lists as arrays: one prepared plan for any length
+                    text, spans = as_arrays(translate(sql))
+                    cur.execute(text, group(_params(params), spans) if params else None)
+                else:
+                    cur.execute(translate(sql), _params(params) if params else None)
                 self.changes += max(cur.rowcount, 0) if cur.description is None else 0
                 rows = cur.fetchall() if cur.description is not None else []
                 if key is not None and self.memo is not None:
@@ -202,6 +219,35 @@ class PgConnection:
             raise wrap(exc, self.url) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+
+    def prefetch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Inside a read snapshot: run ``statements`` (reads, SQL and parameters) in one
+        message, keeping their rows for when they are asked (the caches' coherence checks:
+        one round trip instead of one each). Outside a snapshot, nothing."""
+        import psycopg
+
+        if self.memo is None:
+            return
+        todo = list(dict.fromkeys((sql, tuple(params)) for sql, params in statements
+                                  if (sql, tuple(params)) not in self.memo))
+        if not todo:
+            return
+        try:
+            with psycopg.ClientCursor(self.raw) as cur:
+                cur.execute("; ".join(cur.mogrify(translate(sql), _params(params))
+                                      for sql, params in todo))
+                for key in todo:
+                    self.memo[key] = cur.fetchall()
+                    cur.nextset()
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+
+    def bound(self, sql: str, params: Sequence[Any]) -> str:
+        """``sql`` translated, with ``params`` bound in it (client-side), for :meth:`script`."""
+        import psycopg
+
+        with psycopg.ClientCursor(self.raw) as cur:
+            return cur.mogrify(translate(sql), _params(params))
 
     def script(self, sql: str) -> None:
         """Run several statements as they are (schema files: no translation)."""
@@ -342,31 +388,40 @@ class PgStore:
                 return
             local.depth = 1
             try:
-                conn.script(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK:d})")  # one trip
+                conn.script(_BEGIN)  # one round trip
                 yield held
             except BaseException:
                 _rollback(conn)
                 raise
             else:
                 try:
-                    self._prune_logs(conn)
-                    conn.execute("COMMIT")
+                    conn.script(_commit())  # the logs' pruning and COMMIT: one round trip
                 except BaseException:
                     _rollback(conn)
                     raise
             finally:
                 local.depth = 0
 
-    @staticmethod
-    def _prune_logs(conn: PgConnection) -> None:
-        """As the SQLite store does (remd.store.LOG_KEEP rows kept, pruned in steps)."""
-        keep, step = store.LOG_KEEP, store._LOG_STEP
-        row = conn.execute("SELECT (SELECT max(seq) FROM tag_log), (SELECT min(seq) FROM tag_log), "
-                           "(SELECT max(seq) FROM node_log), (SELECT min(seq) FROM node_log)"
-                           ).fetchone() or (None,) * 4
-        for table, top, low in (("tag_log", row[0], row[1]), ("node_log", row[2], row[3])):
-            if top is not None and top - low >= keep + step:
-                conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - keep,))
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` (SQL, parameters) in one write transaction: one message to the
+        server, BEGIN and the write lock to the pruning and COMMIT (inside a transaction
+        already: on it, one by one)."""
+        if self._local.depth:
+            with self.transaction() as held:
+                for sql, params in statements:
+                    held.execute(sql, params)
+            return
+        with self.connection() as held:
+            conn = cast(PgConnection, held)
+            self._local.depth = 1
+            try:
+                conn.script("; ".join([_BEGIN, *(conn.bound(sql, params)
+                                                 for sql, params in statements), _commit()]))
+            except BaseException:
+                _rollback(conn)
+                raise
+            finally:
+                self._local.depth = 0
 
     # -- reads --------------------------------------------------------------------------
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:

@@ -400,6 +400,12 @@ class Store:
             finally:
                 local.depth = 0
 
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` (SQL, parameters) in one write transaction."""
+        with self.transaction() as conn:
+            for sql, params in statements:
+                conn.execute(sql, params)
+
     def _begin(self, conn: apsw.Connection) -> None:
         for attempt in range(self.config.lock_retries + 1):
             try:

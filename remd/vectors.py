@@ -100,6 +100,9 @@ def write_sentence_vectors(conn: apsw.Connection, namespace: str, rid: int,
         [(int(rid), namespace, bits[i].tobytes(), small[i].tobytes()) for i in range(len(m))])
 
 
+_GENERATION = "SELECT value FROM remd_meta WHERE key = 'vec_generation'"
+
+
 class BitIndex:
     """The sign bits of one namespace's embeddings, in memory, in key order.
 
@@ -155,30 +158,36 @@ class BitIndex:
         i = int(np.searchsorted(self._rids[:self._n], rid))
         return i < self._n and int(self._rids[i]) == rid
 
+    def probes(self) -> list[tuple[str, tuple[Any, ...]]]:
+        """The statements :meth:`refresh` runs, as things stand: the vectors' generation, (for
+        memories) the oldest one not embedded yet, and the rows after the last one loaded
+        (PostgreSQL sends them ahead in one message: PgConnection.prefetch)."""
+        start = self._upto if self._floor is None else min(self._upto, self._floor - 1)
+        key = self._key
+        return [(_GENERATION, ()),
+                *([("SELECT min(rid) FROM nodes WHERE namespace = ? AND embedded = 0",
+                    (self.namespace,))] if key == "rid" else []),
+                (f"SELECT {key}, bits FROM {self.table} WHERE namespace = ? AND {key} > ? "
+                 f"ORDER BY {key}", (self.namespace, start))]
+
     def refresh(self, conn: apsw.Connection) -> int:
         """Load the rows committed since the last refresh; returns how many were added.
 
         Run it in the same read transaction as the search so both see one state of the file.
         """
         with self._lock:
-            generation = conn.execute(
-                "SELECT value FROM remd_meta WHERE key = 'vec_generation'").fetchone()
+            generation = conn.execute(_GENERATION).fetchone()
             gen = None if generation is None else str(generation[0])
             if gen != self._generation:  # rows deleted or replaced since: reload in full
                 self._n, self._floor, self._generation = 0, None, gen
             upto = self._upto
-            start = upto if self._floor is None else min(upto, self._floor - 1)
-            floor = conn.execute(
-                "SELECT min(rid) FROM nodes WHERE namespace = ? AND embedded = 0",
-                (self.namespace,)).fetchone() if self._key == "rid" else None
+            probes = self.probes()
+            floor = conn.execute(*probes[1]).fetchone() if self._key == "rid" else None
             # Streamed into two flat buffers rather than a list of row tuples: a first load
             # of 1M vectors takes 1.7 s this way, 2.9 s that way.
             fresh_rids = array.array("q")
             fresh_bits = bytearray()
-            key = self._key
-            for r, b in conn.execute(
-                    f"SELECT {key}, bits FROM {self.table} WHERE namespace = ? AND {key} > ? "
-                    f"ORDER BY {key}", (self.namespace, start)):
+            for r, b in conn.execute(*probes[-1]):
                 if len(b) == _BYTES and (r > upto or not self._loaded(r)):
                     fresh_rids.append(r)
                     fresh_bits += b

@@ -38,10 +38,9 @@ MEMORY_TABLES = frozenset({
 # whitespace collapsed) and why. On a sharded database each is a multi-shard statement, run
 # once per daemon tick, per log step or per store opened, never per save or inject.
 ALLOWED: dict[str, str] = {
-    r"^SELECT \(SELECT max\(seq\) FROM tag_log\), \(SELECT min\(seq\) FROM tag_log\), ":
-        "a write transaction's log pruning: is either change log past its size? (one probe)",
-    r"^DELETE FROM (tag|node)_log WHERE seq < \$1$":
-        "log pruning: the oldest entries of every namespace, once per 4096 changes",
+    r"^DELETE FROM (tag|node)_log WHERE \(SELECT max\(seq\) - min\(seq\) FROM (tag|node)_log\)":
+        "each commit: a change log past its size loses its oldest entries, every namespace's"
+        " (two index probes when there is nothing to drop, once per 4096 changes otherwise)",
     r"^SELECT \$1 FROM nodes LIMIT \$2$":
         "opening a store: is the database empty (token encoding of a new database)?",
     r"^INSERT INTO remd_meta .* WHERE NOT EXISTS \(SELECT \$3 FROM nodes\)":

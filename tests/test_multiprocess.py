@@ -20,7 +20,7 @@ from remd import Memory
 from tests.test_daemon import Served
 
 AGENTS = 8
-OPS = 200  # per agent at most: the agents stop once REM has run CYCLES times (or at the deadline)
+OPS = 5000  # per agent at most: the agents stop once REM has run CYCLES times (or at the deadline)
 CYCLES = 4
 DEADLINE_SECONDS = 60  # a hard bound on each agent, whatever happens
 HERE = Path(__file__).resolve().parent
@@ -74,7 +74,8 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
         except queue.Empty:
             continue
         served.seen.append(event)
-        cycles += event.get("event") == "cycle.finished"
+        # (a cycle that found nothing to fold records no run)
+        cycles += event.get("event") == "cycle.finished" and bool(event.get("run_id"))
     results = agents.finish()
 
     # The scheduler is still alive after the storm: one more trigger evaluation, then a clean
@@ -114,9 +115,12 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
             status, by, _, _ = rows[by]
         assert status in ("live", "superseded"), (node_id, status)
 
-    # REM ran repeatedly, in both namespaces, and every run ended cleanly.
-    runs = con.execute("SELECT namespace, status, synthesised FROM rem_runs").fetchall()
-    assert {s for _, s, _ in runs} <= {"completed"}, runs
+    # REM ran repeatedly, in both namespaces, and every run ended cleanly: completed, or (the
+    # one in flight when SIGTERM came: the daemon then stops between clusters) interrupted.
+    runs = con.execute("SELECT namespace, status, synthesised FROM rem_runs "
+                       "ORDER BY started_at, rowid").fetchall()
+    assert {s for _, s, _ in runs[:-1]} <= {"completed"}, runs
+    assert runs[-1][1] in ("completed", "interrupted"), runs
     assert len(runs) >= CYCLES and {ns for ns, _, _ in runs} == {"alpha", "beta"}
     assert sum(n for _, _, n in runs) > 0
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)

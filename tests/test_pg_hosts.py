@@ -55,7 +55,7 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
             except queue.Empty:
                 continue
             d.seen.append(event)
-            cycles += event.get("event") == "cycle.finished"
+            cycles += event.get("event") == "cycle.finished" and bool(event.get("run_id"))
     results = agents.finish()
     for d in daemons:
         while not d.events.empty():
@@ -89,7 +89,12 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
             status, by, _ = rows[by]
         assert status in ("live", "superseded"), (node_id, status)
 
-    assert {s for _, s, *_ in runs} <= {"completed"}, runs
+    # Every run completed, but for one in flight when a daemon got SIGTERM (it then stops
+    # between clusters): the last of its namespace, interrupted; at most one per daemon.
+    last = {ns: start for ns, _, start, _, _ in runs}  # ordered by start within a namespace
+    stopped = [r for r in runs if r[1] == "interrupted"]
+    assert all(r[2] == last[r[0]] for r in stopped) and len(stopped) <= len(daemons), runs
+    assert {s for _, s, *_ in runs} <= {"completed", "interrupted"}, runs
     assert sum(r[4] for r in runs) > 0
     by_ns: dict[str, list[tuple[float, float]]] = {}
     for ns, _, start, end, _ in runs:
