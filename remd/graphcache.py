@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remd import changelog
+from remd.pgstore import is_postgres
 from remd.store import rows_in
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
@@ -148,6 +149,37 @@ class TagGraphCache:
         members = Members(ids.tolist(), weights.tolist(), limit)
         self._put(self.members, tid, members)
         return members
+
+    def prefetch(self, conn: apsw.Connection, kind: str, tids: Sequence[int], limit: int) -> None:
+        """On PostgreSQL, read the rows of the ``tids`` not cached yet (``kind`` "edges" or
+        "members", ``limit`` rows each) in one statement, into the cache, so that the walk's
+        reads that follow are hits: one round trip instead of one per tag. SQLite reads a
+        tag's rows in microseconds: nothing to gain."""
+        table = self.edges if kind == "edges" else self.members
+        missing = [t for t in tids if (t not in table or table[t].limit < limit)]
+        if not self.keeping or len(missing) < 2 or not is_postgres(conn):
+            return
+        if kind == "edges":
+            inner = ("SELECT dst, weight FROM tag_edges WHERE namespace = ? AND src = s.tid "
+                     "ORDER BY weight DESC, dst LIMIT ?")
+        else:
+            inner = ("SELECT rid AS dst, weight FROM node_tags WHERE namespace = ? "
+                     "AND tid = s.tid AND live = 1 ORDER BY weight DESC, rid DESC LIMIT ?")
+        found: dict[int, tuple[array.array[int], array.array[float]]] = {
+            t: (array.array("q"), array.array("d")) for t in missing}
+        for tid, other, weight in conn.execute(
+                f"SELECT s.tid, e.dst, e.weight FROM unnest(?) WITH ORDINALITY AS s(tid, n) "
+                f"CROSS JOIN LATERAL ({inner}) AS e ORDER BY s.n", (missing, self.namespace,
+                                                                   limit)):
+            ids, weights = found[int(tid)]
+            ids.append(int(other))
+            weights.append(float(weight))
+        for tid, (ids, weights) in found.items():
+            if kind == "edges":
+                self._put(self.edges, tid, Edges(np.frombuffer(ids, np.int64),
+                                                 np.frombuffer(weights, np.float64), limit))
+            else:
+                self._put(self.members, tid, Members(ids.tolist(), weights.tolist(), limit))
 
     def names(self, conn: apsw.Connection, tids: Iterable[int]) -> dict[int, tuple[str, int]]:
         """(name, df) of each tag that exists; one statement for the ones not cached."""

@@ -59,7 +59,7 @@ from remd.models import NodeKind
 from remd.pack import Pack, PackItem, ScoreParts, Seed, check_budget
 from remd.pgstore import is_postgres
 from remd.tagging import extract_query_tags
-from remd.walk import Specificity, Walk, propagate
+from remd.walk import SUBTYPES_PROBE, Specificity, Walk, propagate
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -139,6 +139,8 @@ class _Injector:
                     changelog.newest_probe(conn, "tag_log", self.ns)]
                 if self.cfg.vector_k > 0:
                     probes += self.view.bits.probes() + self.view.sentences.probes()
+                if self.cfg.subtype_weight > 0:
+                    probes.append((SUBTYPES_PROBE, (self.ns,)))
                 cast(Any, conn).prefetch(probes)
             self.nodes.refresh(conn)
             self.cache.size_for(self.nodes.n)
@@ -232,7 +234,9 @@ class _Injector:
         cfg = self.cfg
         read = 0
         top = max(walk.act.values(), default=0.0)
-        for tid in sorted(walk.act, key=lambda t: -walk.act[t])[: cfg.read_tags]:
+        order = sorted(walk.act, key=lambda t: -walk.act[t])[: cfg.read_tags]
+        self.cache.prefetch(conn, "members", order, cfg.per_tag_cap)
+        for tid in order:
             if len(cands) >= cfg.max_candidates:
                 break
             act = walk.act[tid]

@@ -73,6 +73,9 @@ class Specificity:
         return spec
 
 
+SUBTYPES_PROBE = "SELECT 1 FROM tag_parents WHERE namespace = ? LIMIT 1"  # any hierarchy?
+
+
 def propagate(conn: apsw.Connection, cache: TagGraphCache, cfg: InjectConfig, namespace: str,
               specificity: Specificity, seeds: dict[int, tuple[str, float]]) -> Walk:
     """Walk from ``seeds`` (tag id -> (name, activation)) in the caller's snapshot."""
@@ -83,8 +86,7 @@ def propagate(conn: apsw.Connection, cache: TagGraphCache, cfg: InjectConfig, na
     # One probe of the hierarchy's (namespace, parent) index, not a scan of the namespace's
     # tags (12.9 ms at 200k tags; tests/test_inject.py counts the work).
     subtypes = cfg.subtype_weight > 0 and conn.execute(
-        "SELECT 1 FROM tag_parents WHERE namespace = ? LIMIT 1", (namespace,)
-    ).fetchone() is not None
+        SUBTYPES_PROBE, (namespace,)).fetchone() is not None
     frontier = sorted(seeds, key=lambda t: -walk.act[t])
     for _ in range(cfg.depth):
         # A tag below the beam's floor is trimmed at the end of the hop, and activation
@@ -106,6 +108,8 @@ def propagate(conn: apsw.Connection, cache: TagGraphCache, cfg: InjectConfig, na
         weights: list[npt.NDArray[np.float64]] = []
         reaches: list[npt.NDArray[np.float64]] = []
         srcs: list[npt.NDArray[np.int64]] = []
+        cache.prefetch(conn, "edges", [s for s in frontier[: cfg.expand_per_hop]
+                                       if walk.act[s] * cfg.decay > floor], cfg.fanout)
         for src in frontier[: cfg.expand_per_hop]:
             reach = walk.act[src] * cfg.decay
             if reach <= floor:
