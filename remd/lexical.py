@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import apsw
@@ -53,6 +54,8 @@ def tokenizer(conn: Any) -> Any:
         if _local is None:
             _local = apsw.Connection(":memory:")
         return _local.fts5_tokenizer(*_TOKENIZER)
+_PG_COUNT = ("SELECT count(*) FROM (SELECT 1 FROM node_terms WHERE namespace = ? AND stem = ? "
+             "LIMIT ?) AS t")  # a stem's postings in a namespace, up to a cap
 _ADJUST_MAX = 256  # inserts past this since the last look: drop the counts instead
 
 
@@ -118,6 +121,17 @@ class TermCounts:
                 if at == scope and stem in stems and n <= cap:  # past the cap stays past it
                     self.counts[key] = n + 1
 
+    def prefetch(self, conn: Any, namespace: str, stems: Iterable[str], cap: int) -> None:
+        """On PostgreSQL, count the ``stems`` not counted yet in one round trip (their reads
+        are kept by the snapshot for :meth:`count`)."""
+        at = scope(conn, namespace)
+        if at:
+            with self.lock:
+                todo = [(_PG_COUNT, (at, stem, cap + 1)) for stem in stems
+                        if (at, stem, cap) not in self.counts]
+            if len(todo) > 1:
+                conn.prefetch(todo)
+
     def count(self, conn: apsw.Connection, namespace: str, stem: str, quoted: str,
               cap: int) -> int:
         """How many indexed memories hold the word (of the file on SQLite, of ``namespace``
@@ -133,9 +147,7 @@ class TermCounts:
             return n
         self.misses += 1
         if at:
-            row = conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM node_terms WHERE namespace = ? AND stem = ? "
-                "LIMIT ?) AS t", (at, stem, cap + 1)).fetchone()
+            row = conn.execute(_PG_COUNT, (at, stem, cap + 1)).fetchone()
         else:
             row = conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? LIMIT ?)",
@@ -223,6 +235,7 @@ def match_expression(conn: apsw.Connection, namespace: str, terms: dict[str, str
     query ("AND", "NEAR(", '"', "*", "col:") cannot reach the parser.
     """
     docs = []
+    counts.prefetch(conn, namespace, terms, max_postings)
     for stem, word in terms.items():
         quoted = '"' + word.replace('"', '""') + '"'
         n = counts.count(conn, namespace, stem, quoted, max_postings)

@@ -153,6 +153,15 @@ class PgConnection:
         # coherence checks (the same change log asked by two of them) cost one round trip.
         # Any other statement empties it.
         self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] | None = None
+        # A snapshot's BEGIN, not sent yet: it goes with the first statement (in the same
+        # message when that is a prefetch). PostgreSQL takes the snapshot at the first
+        # statement anyway, so the reads see one state all the same.
+        self.pending = ""
+
+    def _begin(self) -> None:
+        if self.pending:
+            begin, self.pending = self.pending, ""
+            self.script(begin)
 
     @property
     def in_transaction(self) -> bool:
@@ -166,6 +175,7 @@ class PgConnection:
     def execute(self, sql: str, params: Any = ()) -> _Cursor:
         import psycopg
 
+        self._begin()
         key = None
         if self.memo is not None:
             if sql.lstrip()[:6].upper() == "SELECT" and not isinstance(params, dict):
@@ -198,6 +208,7 @@ class PgConnection:
         binary: bytea comes back as its bytes, not as hex text twice their size to decode."""
         import psycopg
 
+        self._begin()
         try:
             with psycopg.Cursor(self.raw) as cur:
                 cur.execute(translate(sql), _params(params), binary=True)
@@ -211,6 +222,7 @@ class PgConnection:
         rows = [_params(p) for p in seq]
         if not rows:
             return
+        self._begin()
         try:
             with self.raw.cursor() as cur:
                 cur.executemany(translate(sql), rows)
@@ -232,10 +244,13 @@ class PgConnection:
                                   if (sql, tuple(params)) not in self.memo))
         if not todo:
             return
+        begin, self.pending = self.pending, ""
         try:
             with psycopg.ClientCursor(self.raw) as cur:
-                cur.execute("; ".join(cur.mogrify(translate(sql), _params(params))
-                                      for sql, params in todo))
+                cur.execute("; ".join([*([begin] if begin else []), *(
+                    cur.mogrify(translate(sql), _params(params)) for sql, params in todo)]))
+                if begin:
+                    cur.nextset()  # BEGIN's (empty) result
                 for key in todo:
                     self.memo[key] = cur.fetchall()
                     cur.nextset()
@@ -445,13 +460,14 @@ class PgStore:
             if local.depth:
                 yield held
                 return
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            conn.pending = "BEGIN ISOLATION LEVEL REPEATABLE READ"
             local.depth = 1
             conn.memo = {}
             try:
                 yield held
             finally:
                 conn.memo = None
+                conn.pending = ""  # never sent: nothing to end
                 local.depth = 0
                 _rollback(conn)
 
