@@ -131,10 +131,9 @@ class TagGraphCache:
         cached = self._cached(self.edges, tid, limit)
         if cached is not None:
             return cached
-        ids, weights = _rows(conn, "SELECT dst, weight FROM tag_edges WHERE namespace = ? "
-                                   "AND src = ? ORDER BY weight DESC, dst LIMIT ?",
-                             (self.namespace, tid, limit))
-        edges = Edges(np.frombuffer(ids, np.int64), np.frombuffer(weights, np.float64), limit)
+        ids, weights = _rows(conn, _READS["edges"].format(tag="?"), (self.namespace, tid, limit))
+        edges = _entry("edges", ids, weights, limit)
+        assert isinstance(edges, Edges)
         self._put(self.edges, tid, edges)
         return edges
 
@@ -143,10 +142,10 @@ class TagGraphCache:
         cached = self._cached(self.members, tid, limit)
         if cached is not None:
             return cached
-        ids, weights = _rows(conn, "SELECT rid, weight FROM node_tags WHERE namespace = ? "
-                                   "AND tid = ? AND live = 1 ORDER BY weight DESC, rid DESC "
-                                   "LIMIT ?", (self.namespace, tid, limit))
-        members = Members(ids.tolist(), weights.tolist(), limit)
+        ids, weights = _rows(conn, _READS["members"].format(tag="?"),
+                             (self.namespace, tid, limit))
+        members = _entry("members", ids, weights, limit)
+        assert isinstance(members, Members)
         self._put(self.members, tid, members)
         return members
 
@@ -159,27 +158,17 @@ class TagGraphCache:
         missing = [t for t in tids if (t not in table or table[t].limit < limit)]
         if not self.keeping or len(missing) < 2 or not is_postgres(conn):
             return
-        if kind == "edges":
-            inner = ("SELECT dst, weight FROM tag_edges WHERE namespace = ? AND src = s.tid "
-                     "ORDER BY weight DESC, dst LIMIT ?")
-        else:
-            inner = ("SELECT rid AS dst, weight FROM node_tags WHERE namespace = ? "
-                     "AND tid = s.tid AND live = 1 ORDER BY weight DESC, rid DESC LIMIT ?")
         found: dict[int, tuple[array.array[int], array.array[float]]] = {
             t: (array.array("q"), array.array("d")) for t in missing}
-        for tid, other, weight in conn.execute(
-                f"SELECT s.tid, e.dst, e.weight FROM unnest(?) WITH ORDINALITY AS s(tid, n) "
-                f"CROSS JOIN LATERAL ({inner}) AS e ORDER BY s.n", (missing, self.namespace,
-                                                                   limit)):
+        for tid, other, weight in conn.execute(  # the per-tag read, for each tag in turn
+                f"SELECT s.tid, e.* FROM unnest(?) WITH ORDINALITY AS s(tid, n) CROSS JOIN "
+                f"LATERAL ({_READS[kind].format(tag='s.tid')}) AS e ORDER BY s.n",
+                (missing, self.namespace, limit)):
             ids, weights = found[int(tid)]
             ids.append(int(other))
             weights.append(float(weight))
         for tid, (ids, weights) in found.items():
-            if kind == "edges":
-                self._put(self.edges, tid, Edges(np.frombuffer(ids, np.int64),
-                                                 np.frombuffer(weights, np.float64), limit))
-            else:
-                self._put(self.members, tid, Members(ids.tolist(), weights.tolist(), limit))
+            self._put(table, tid, _entry(kind, ids, weights, limit))
 
     def names(self, conn: apsw.Connection, tids: Iterable[int]) -> dict[int, tuple[str, int]]:
         """(name, df) of each tag that exists; one statement for the ones not cached."""
@@ -243,6 +232,24 @@ def _size(rows: Edges | Members | tuple[str, int]) -> int:
     if isinstance(rows, Members):
         return _MEMBERS_BYTES + _MEMBER_BYTES * len(rows.ids)
     return _INFO_BYTES
+
+
+# A tag's top rows of each kind ({tag}: where its id comes from), best first, ties broken by
+# key: the cached rows are exactly what this read gives, whoever plans it.
+_READS = {
+    "edges": "SELECT dst, weight FROM tag_edges WHERE namespace = ? AND src = {tag} "
+             "ORDER BY weight DESC, dst LIMIT ?",
+    "members": "SELECT rid, weight FROM node_tags WHERE namespace = ? AND tid = {tag} "
+               "AND live = 1 ORDER BY weight DESC, rid DESC LIMIT ?",
+}
+
+
+def _entry(kind: str, ids: array.array[int], weights: array.array[float],
+           limit: int) -> Edges | Members:
+    """A cache entry of ``kind`` from the rows read (edges: numpy over the buffers)."""
+    if kind == "edges":
+        return Edges(np.frombuffer(ids, np.int64), np.frombuffer(weights, np.float64), limit)
+    return Members(ids.tolist(), weights.tolist(), limit)
 
 
 def _rows(conn: apsw.Connection, sql: str, params: Sequence[object]

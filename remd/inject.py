@@ -563,8 +563,9 @@ class _Injector:
             (pack.pack_id, self.ns, pack.query, pack.budget, pack.tokens_used, self.now))]
         # A statement per table (per 500 items), not per item; on PostgreSQL all of them go
         # in one message (Store.write_all).
-        for start in range(0, len(picked), 500):
-            part = list(enumerate(picked))[start:start + 500]
+        ranked = list(enumerate(picked))
+        for start in range(0, len(ranked), 500):
+            part = ranked[start:start + 500]
             rows: list[Any] = []
             for rank, (c, score, _) in part:
                 path = f"[{', '.join(map(str, paths.get(c.via, ())))}]"  # as json.dumps writes
@@ -582,6 +583,7 @@ class _Injector:
                  + ", ".join(["(?, ?, ?, ?)"] * len(part)),
                  [v for rid in rids for v in (rid, self.ns, self.now, pack.pack_id)])]
         self.engine.store.write_all(statements)
+
 
 def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
            fill: bool = False) -> Pack:

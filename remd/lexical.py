@@ -25,6 +25,7 @@ import apsw
 
 from remd import changelog
 from remd.pgstore import is_postgres
+from remd.store import rows_in
 from remd.text import FUNCTION_WORDS, QUESTION_WORDS
 
 _TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])  # as schema.sql's node_fts
@@ -109,12 +110,9 @@ class TermCounts:
         self.seq[scope] = top
 
     def _add(self, conn: apsw.Connection, scope: str, rids: list[int]) -> None:
-        marks = ",".join("?" * len(rids))
-        sql = f"SELECT content FROM nodes WHERE rid IN ({marks})"
-        if scope:
-            sql, rids = f"SELECT content FROM nodes WHERE namespace = ? AND rid IN ({marks})", [
-                scope, *rids]  # type: ignore[list-item]
-        for (content,) in conn.execute(sql, rids):
+        own, params = ("namespace = ? AND ", (scope,)) if scope else ("", ())
+        for (content,) in rows_in(conn, f"SELECT content FROM nodes WHERE {own}rid IN ({{marks}})",
+                                  rids, params):
             stems = set(stem_counts(conn, str(content)))
             for key, n in self.counts.items():
                 at, stem, cap = key

@@ -52,9 +52,14 @@ log = get_logger("remd.pgstore")
 URL_PREFIXES = ("postgresql://", "postgres://")
 WRITE_LOCK = 0x72656D64  # "remd": the advisory lock every write transaction holds
 _BEGIN = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK:d})"
-# Before COMMIT, as the SQLite store does (remd.store): drop the oldest rows of a change log
-# once it holds LOG_KEEP + a step; the condition first, so that otherwise nothing is scanned.
+PG_MIGRATIONS: tuple[str, ...] = ("0001_initial",)
+
+
 def _commit() -> str:
+    """COMMIT, after pruning the change logs as the SQLite store does (remd.store._prune_logs:
+    the oldest rows of a log once it holds LOG_KEEP + a step), in one message. Here each log's
+    pruning is one statement, its condition evaluated once before any row is looked at
+    (SQLite would test it row by row: it probes first instead)."""
     return _commit_sql(store.LOG_KEEP, store._LOG_STEP)
 
 
@@ -64,7 +69,6 @@ def _commit_sql(keep: int, step: int) -> str:
         f"DELETE FROM {log} WHERE (SELECT max(seq) - min(seq) FROM {log}) >= {keep + step:d} "
         f"AND seq < (SELECT max(seq) FROM {log}) - {keep:d}" for log in ("tag_log", "node_log")
     ) + "; COMMIT"
-PG_MIGRATIONS: tuple[str, ...] = ("0001_initial",)
 
 
 def is_url(path: object) -> bool:
@@ -247,8 +251,8 @@ class PgConnection:
         begin, self.pending = self.pending, ""
         try:
             with psycopg.ClientCursor(self.raw) as cur:
-                cur.execute("; ".join([*([begin] if begin else []), *(
-                    cur.mogrify(translate(sql), _params(params)) for sql, params in todo)]))
+                cur.execute("; ".join([*([begin] if begin else []),
+                                       *(self.bound(sql, params) for sql, params in todo)]))
                 if begin:
                     cur.nextset()  # BEGIN's (empty) result
                 for key in todo:

@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,20 @@ class Agents:
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs)
 
+    def work_until(self, daemons: list[Served], runs: int, timeout: float = 240) -> None:
+        """Let the agents work until ``daemons`` have finished ``runs`` REM runs between them
+        (a cycle that found nothing to fold records no run), the agents stop (OPS, their
+        deadline) or ``timeout``; the daemons' events are kept in their ``seen``."""
+        done, deadline = 0, time.monotonic() + timeout
+        while done < runs and self.running() and time.monotonic() < deadline:
+            for d in daemons:
+                try:
+                    event = d.events.get(timeout=1 / len(daemons))
+                except queue.Empty:
+                    continue
+                d.seen.append(event)
+                done += event.get("event") == "cycle.finished" and bool(event.get("run_id"))
+
     def finish(self) -> list[dict[str, Any]]:
         """Tell them to stop; each must exit 0. Their results (saved ids, counts, errors)."""
         self.stop_file.touch()
@@ -67,15 +82,7 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
     agents = Agents(db_path, ("beta", "alpha"), tmp_path)
     # The agents keep saving and injecting until the daemon has consolidated CYCLES times
     # under them (or they reach OPS).
-    cycles = 0
-    while cycles < CYCLES and agents.running():
-        try:
-            event = served.events.get(timeout=1)
-        except queue.Empty:
-            continue
-        served.seen.append(event)
-        # (a cycle that found nothing to fold records no run)
-        cycles += event.get("event") == "cycle.finished" and bool(event.get("run_id"))
+    agents.work_until([served], CYCLES)
     results = agents.finish()
 
     # The scheduler is still alive after the storm: one more trigger evaluation, then a clean

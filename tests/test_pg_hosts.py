@@ -8,9 +8,7 @@ two daemons at once, checked from the run table's times.
 
 from __future__ import annotations
 
-import queue
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -46,16 +44,7 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
         pids.append(d.proc.pid)
 
     agents = Agents(url, NAMESPACES, tmp_path)
-    cycles = 0
-    deadline = time.monotonic() + 240
-    while cycles < CYCLES and agents.running() and time.monotonic() < deadline:
-        for d in daemons:
-            try:
-                event = d.events.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            d.seen.append(event)
-            cycles += event.get("event") == "cycle.finished" and bool(event.get("run_id"))
+    agents.work_until(daemons, CYCLES)
     results = agents.finish()
     for d in daemons:
         while not d.events.empty():
