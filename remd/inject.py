@@ -58,7 +58,7 @@ from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.pack import Pack, PackItem, ScoreParts, Seed, check_budget
 from remd.pgstore import is_postgres
-from remd.tagging import extract_query_tags
+from remd.tagging import extract_query_tags, query_candidates
 from remd.walk import SUBTYPES_PROBE, Specificity, Walk, propagate
 
 if TYPE_CHECKING:
@@ -106,6 +106,13 @@ class _Ranked:
     unrelated: str | None = None  # why the query is about nothing stored (None: it is not)
 
 
+def _tags_named(namespace: str, names: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+    """The read of the tags of ``namespace`` with these names: (tid, name, df)."""
+    marks = ",".join("?" * len(names))
+    return (f"SELECT tid, name, df FROM tags WHERE namespace = ? AND name IN ({marks})",
+            (namespace, *names))
+
+
 class _Injector:
     """One inject call: reads in one snapshot, then one write transaction to record the pack.
 
@@ -129,7 +136,7 @@ class _Injector:
         self.query_tags = (0, 0)  # (tags of the query the namespace has, tags of the query)
         self._synced = False
 
-    def _sync(self, conn: apsw.Connection) -> None:
+    def _sync(self, conn: apsw.Connection, query: str | None = None) -> None:
         """Bring the in-process caches to this snapshot (once per inject): evict the tags and
         re-read the memories written since the last look."""
         if not self._synced:
@@ -141,6 +148,13 @@ class _Injector:
                     probes += self.view.bits.probes() + self.view.sentences.probes()
                 if self.cfg.subtype_weight > 0:
                     probes.append((SUBTYPES_PROBE, (self.ns,)))
+                if query is not None:  # and the query's first reads: its tags, its words
+                    names = query_candidates(query)
+                    probes += [_tags_named(self.ns, names)] if names else []
+                    if self.cfg.fts_k > 0:
+                        probes += self.engine.caches.terms.probes(
+                            conn, self.ns, lexical.query_terms(conn, query, self.cfg.fts_max_terms),
+                            self.cfg.fts_max_postings)
                 cast(Any, conn).prefetch(probes)
             self.nodes.refresh(conn)
             self.cache.size_for(self.nodes.n)
@@ -154,14 +168,13 @@ class _Injector:
 
     def _query_seeds(self, conn: apsw.Connection, query: str) -> dict[int, tuple[str, float]]:
         found: dict[str, tuple[int, int]] = {}  # name -> (tid, df) of the tags looked up
+        asked: set[str] = set()
 
         def lookup(names: Iterable[str]) -> None:
-            wanted = [n for n in names if n not in found]
+            wanted = [n for n in names if n not in asked]
             if wanted:
-                marks = ",".join("?" * len(wanted))
-                for tid, name, df in conn.execute(
-                        f"SELECT tid, name, df FROM tags WHERE namespace = ? AND name IN ({marks})",
-                        (self.ns, *wanted)):
+                asked.update(wanted)
+                for tid, name, df in conn.execute(*_tags_named(self.ns, wanted)):
                     found[str(name)] = (int(tid), int(df))
 
         def known(names: list[str]) -> set[str]:
@@ -258,9 +271,12 @@ class _Injector:
         return read
 
     # -- lexical --------------------------------------------------------------------------
-    def _lexical_hits(self, conn: apsw.Connection, query: str) -> list[tuple[int, float]]:
+    def _lexical_hits(self, conn: apsw.Connection, query: str,
+                      scans: list[vectors.Scan] | None) -> list[tuple[int, float]]:
         """The best ``fts_k`` bm25 matches of this namespace (remd/lexical.py), a deprecated
-        fragment's match counting for the synthesis that carries its words."""
+        fragment's match counting for the synthesis that carries its words. On PostgreSQL
+        the vector ``scans``' reads go in the same round trip, when their candidates are
+        known."""
         cfg = self.cfg
         if cfg.fts_k <= 0:
             return []
@@ -273,6 +289,10 @@ class _Injector:
                                             max_postings=cfg.fts_max_postings)
             if expr is None:
                 return []
+            if is_postgres(conn):
+                reads: list[Any] = [lexical.bm25_read(expr, 2 * k, self.ns)]
+                reads += [scan.read() for scan in scans or ()]
+                cast(Any, conn).prefetch([r for r in reads if r is not None])
             # FTS5 alone first: joining nodes for the namespace and status costs a row lookup
             # per matching posting. _resolve keeps this namespace's live hits.
             rows = lexical.search(conn, expr, 2 * k, self.ns)
@@ -393,11 +413,11 @@ class _Injector:
     def rank(self, conn: apsw.Connection, query: str) -> _Ranked:
         """Steps 1-4 of the pipeline in the caller's snapshot: every candidate, scored."""
         cfg = self.cfg
-        self._sync(conn)
+        self._sync(conn, query)
         self.spec = Specificity(self._size(), cfg.idf_min_memories)
         self.period = query_period(query) if cfg.date_weight > 0 else None
         scan = self._start_vector_scan(conn, query)
-        lexical = self._lexical_hits(conn, query)  # while the scan runs
+        lexical = self._lexical_hits(conn, query, scan)  # while the scan runs
         qseeds = self._query_seeds(conn, query)
         cands: dict[int, _Candidate] = {}
         near = self._resolve_top(conn, self._finish_scans(conn, scan), cfg.vector_k)

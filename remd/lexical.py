@@ -50,11 +50,18 @@ def tokenizer(conn: Any) -> Any:
     PostgreSQL, the same FTS5 tokenizer of a private in-memory SQLite connection."""
     if not is_postgres(conn):
         return conn.fts5_tokenizer(*_TOKENIZER)
+    return _local_connection().fts5_tokenizer(*_TOKENIZER)
+
+
+def _local_connection() -> apsw.Connection:
+    """A private in-memory SQLite connection, whose FTS5 tokenizer serves PostgreSQL stores
+    (the same tokenizer as a SQLite file's index: given to :func:`tokenizer` in place of a
+    PostgreSQL connection, it tokenises the same)."""
     global _local
     with _local_lock:
         if _local is None:
             _local = apsw.Connection(":memory:")
-        return _local.fts5_tokenizer(*_TOKENIZER)
+        return _local
 _PG_COUNT = ("SELECT count(*) FROM (SELECT 1 FROM node_terms WHERE namespace = ? AND stem = ? "
              "LIMIT ?) AS t")  # a stem's postings in a namespace, up to a cap
 _ADJUST_MAX = 256  # inserts past this since the last look: drop the counts instead
@@ -122,13 +129,20 @@ class TermCounts:
     def prefetch(self, conn: Any, namespace: str, stems: Iterable[str], cap: int) -> None:
         """On PostgreSQL, count the ``stems`` not counted yet in one round trip (their reads
         are kept by the snapshot for :meth:`count`)."""
+        todo = self.probes(conn, namespace, stems, cap)
+        if len(todo) > 1:
+            conn.prefetch(todo)
+
+    def probes(self, conn: Any, namespace: str, stems: Iterable[str], cap: int
+               ) -> list[tuple[str, tuple[Any, ...]]]:
+        """On PostgreSQL, the reads :meth:`count` would make for the ``stems`` not counted
+        yet (to send them ahead: PgConnection.prefetch); on SQLite none."""
         at = scope(conn, namespace)
-        if at:
-            with self.lock:
-                todo = [(_PG_COUNT, (at, stem, cap + 1)) for stem in stems
-                        if (at, stem, cap) not in self.counts]
-            if len(todo) > 1:
-                conn.prefetch(todo)
+        if not at:
+            return []
+        with self.lock:
+            return [(_PG_COUNT, (at, stem, cap + 1)) for stem in stems
+                    if (at, stem, cap) not in self.counts]
 
     def count(self, conn: apsw.Connection, namespace: str, stem: str, quoted: str,
               cap: int) -> int:
@@ -275,17 +289,28 @@ def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str, filtered
     """FTS5's bm25 over the PostgreSQL term index of ``namespace``, for the words of ``expr``
     (their postings are bounded by :func:`match_expression`): the same terms and formula, with
     the namespace's counts."""
-    words = [w[1:-1].replace('""', '"') for w in expr.split(" OR ")]
-    wanted = sorted({stem for w in words for stem in stem_counts(conn, w)})
-    if not wanted:
+    read = bm25_read(expr, limit, namespace, filtered=filtered)
+    if read is None:
         return []
+    rows: list[Any] = conn.execute(*read).fetchall()
+    return [(int(rid), float(score)) for rid, score in rows]
+
+
+def bm25_read(expr: str, limit: int, namespace: str, *, filtered: bool = False
+              ) -> tuple[str, tuple[Any, ...]] | None:
+    """The statement of :func:`search` on PostgreSQL (None: no stem to look for), to send it
+    ahead with others (PgConnection.prefetch)."""
+    words = [w[1:-1].replace('""', '"') for w in expr.split(" OR ")]
+    wanted = sorted({stem for w in words for stem in stem_counts(_local_connection(), w)})
+    if not wanted:
+        return None
     # One statement, scored where the postings are: only the best ``limit`` rows come back.
     # A stem's document frequency is its postings in the namespace (read in stem order from
     # the covering index, counted by a window); floats are float8 (constants bound as such),
     # as Python's arithmetic is. The stems are one array: one statement text, prepared once.
     keep = ("JOIN nodes n ON n.namespace = ? AND n.rid = q.rid "
             "AND n.status IN ('live', 'deprecated') " if filtered else "")
-    rows: list[Any] = conn.execute(
+    return (
         "SELECT q.rid, sum(GREATEST(ln((s.docs - q.n + 0.5) / (q.n + 0.5)), 1e-6) * q.tf "
         "* (? + 1) / (q.tf + ? * (1 - ? + ? * q.len / GREATEST(s.avgdl, 1e-9)))) AS score "
         "FROM (SELECT rid, CAST(tf AS float8) AS tf, CAST(len AS float8) AS len, "
@@ -295,5 +320,4 @@ def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str, filtered
         "THEN CAST(terms AS float8) / docs ELSE 1.0 END AS avgdl FROM fts_stats "
         f"WHERE namespace = ?) AS s {keep}GROUP BY q.rid ORDER BY score DESC, q.rid LIMIT ?",
         (_K1, _K1, _B, _B, namespace, wanted, namespace,
-         *((namespace,) if filtered else ()), limit)).fetchall()
-    return [(int(rid), float(score)) for rid, score in rows]
+         *((namespace,) if filtered else ()), limit))

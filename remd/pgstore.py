@@ -137,6 +137,22 @@ def _value(v: Any) -> Any:
     return v
 
 
+# A read for PgConnection.prefetch: (SQL, parameters) or (SQL, parameters, binary).
+Read = tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], bool]
+
+
+def _key(sql: str, params: Any) -> tuple[str, tuple[Any, ...]]:
+    """A read's key in a snapshot's memo (lists, e.g. an array parameter, as tuples)."""
+    return sql, tuple(tuple(p) if isinstance(p, list) else p for p in params)
+
+
+def _send(cur: Any, sql: str, params: Any, *, binary: bool = False) -> None:
+    """Execute a read on a server-side binding cursor, IN lists as arrays: one statement text
+    (one prepared plan) for any length."""
+    text, spans = as_arrays(translate(sql))
+    cur.execute(text, group(_params(params), spans) if params else None, binary=binary)
+
+
 def _params(params: Any) -> Any:
     if isinstance(params, dict):
         return {k: _value(v) for k, v in params.items()}
@@ -183,7 +199,7 @@ class PgConnection:
         key = None
         if self.memo is not None:
             if sql.lstrip()[:6].upper() == "SELECT" and not isinstance(params, dict):
-                key = (sql, tuple(tuple(p) if isinstance(p, list) else p for p in params))
+                key = _key(sql, params)
                 if key in self.memo:
                     return _Cursor(self.memo[key])
             else:
@@ -192,9 +208,8 @@ class PgConnection:
             # Reads in a snapshot are bound server-side, so psycopg prepares the ones a
             # connection repeats (their plans are reused); everything else client-side.
             with (psycopg.Cursor(self.raw) if key is not None else self.raw.cursor()) as cur:
-                if key is not None:  # IN lists as arrays: one prepared plan for any length
-                    text, spans = as_arrays(translate(sql))
-                    cur.execute(text, group(_params(params), spans) if params else None)
+                if key is not None:
+                    _send(cur, sql, params)
                 else:
                     cur.execute(translate(sql), _params(params) if params else None)
                 self.changes += max(cur.rowcount, 0) if cur.description is None else 0
@@ -212,10 +227,13 @@ class PgConnection:
         binary: bytea comes back as its bytes, not as hex text twice their size to decode."""
         import psycopg
 
+        key = _key(sql, params)
+        if self.memo is not None and key in self.memo:
+            return self.memo[key]
         self._begin()
         try:
             with psycopg.Cursor(self.raw) as cur:
-                cur.execute(translate(sql), _params(params), binary=True)
+                _send(cur, sql, params, binary=True)
                 return cur.fetchall()
         except psycopg.Error as exc:
             raise wrap(exc, self.url) from exc
@@ -236,30 +254,39 @@ class PgConnection:
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
 
-    def prefetch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        """Inside a read snapshot: run ``statements`` (reads, SQL and parameters) in one
-        message, keeping their rows for when they are asked (the caches' coherence checks:
-        one round trip instead of one each). Outside a snapshot, nothing."""
+    def prefetch(self, statements: Sequence[Read]) -> None:
+        """Inside a read snapshot: send ``statements`` (reads: SQL and parameters, and
+        optionally True for :meth:`blobs`'s binary rows) in one pipeline, with the snapshot's
+        BEGIN when it has not gone yet, keeping their rows for when :meth:`execute` or
+        :meth:`blobs` asks them. One round trip instead of one each, each statement bound
+        and prepared as those methods do. Outside a snapshot, nothing."""
         import psycopg
 
         if self.memo is None:
             return
-        todo = list(dict.fromkeys((sql, tuple(params)) for sql, params in statements
-                                  if (sql, tuple(params)) not in self.memo))
+        todo: dict[tuple[str, tuple[Any, ...]], Read] = {}
+        for read in statements:
+            key = _key(read[0], read[1])
+            if key not in self.memo:
+                todo.setdefault(key, read)
         if not todo:
             return
         begin, self.pending = self.pending, ""
         try:
-            with psycopg.ClientCursor(self.raw) as cur:
-                cur.execute("; ".join([*([begin] if begin else []),
-                                       *(self.bound(sql, params) for sql, params in todo)]))
+            cursors = []
+            with self.raw.pipeline():
                 if begin:
-                    cur.nextset()  # BEGIN's (empty) result
-                for key in todo:
-                    self.memo[key] = cur.fetchall()
-                    cur.nextset()
+                    psycopg.Cursor(self.raw).execute(cast(Any, begin))
+                for sql, params, *binary in todo.values():
+                    cur = psycopg.Cursor(self.raw)
+                    _send(cur, sql, params, binary=bool(binary and binary[0]))
+                    cursors.append(cur)
+            for key, cur in zip(todo, cursors, strict=True):
+                self.memo[key] = cur.fetchall()
         except psycopg.Error as exc:
             raise wrap(exc, self.url) from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
 
     def bound(self, sql: str, params: Sequence[Any]) -> str:
         """``sql`` translated, with ``params`` bound in it (client-side), for :meth:`script`."""

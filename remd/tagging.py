@@ -230,7 +230,16 @@ def extract_query_tags(
         InvalidInput: *max_tags* < 1.
         Whatever *known* raises.
     """
-    return _extract(query, known=known, max_tags=max_tags, min_tags=0, query=True)
+    if max_tags < 1:
+        raise InvalidInput(f"max_tags must be at least 1, not {max_tags}")
+    pool, n = _query_pool(query)
+    return _rank(pool, known, n, max_tags=max_tags, min_tags=0)
+
+
+def query_candidates(query: str) -> list[str]:
+    """Every name :func:`extract_query_tags` asks *known* about, in the order it asks (so that
+    a store can look them up ahead, with the other first reads of an inject)."""
+    return sorted(_query_pool(query)[0].cands)
 
 
 class _Pool:
@@ -314,6 +323,13 @@ def _extract(
         raise InvalidInput(f"min_tags must be at least 0, not {min_tags}")
     pool, n = _collect(text, query=query)
     return _rank(pool, known, n, max_tags=max_tags, min_tags=min_tags)
+
+
+@lru_cache(maxsize=64)
+def _query_pool(query: str) -> tuple[_Pool, int]:
+    """A query's candidates (read, never changed, by :func:`_rank`), kept for the few calls
+    an inject makes on one query."""
+    return _collect(query, query=True)
 
 
 def _collect(text: str, *, query: bool) -> tuple[_Pool, int]:

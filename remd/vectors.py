@@ -368,10 +368,9 @@ def exact(conn: apsw.Connection, namespace: str, keys: npt.NDArray[np.int64], q:
     marks = ",".join("?" * len(ids))
     key = "rid" if table == "node_vec_bit" else "sid"
     rows: list[tuple[Any, ...]]
-    if is_postgres(conn):  # one statement text whatever the count: prepared once, reused
-        rows = cast(Any, conn).blobs(
-            f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} = ANY(?)",
-            (namespace, ids))
+    if is_postgres(conn):
+        sql, params, _ = pg_read(namespace, keys, table)
+        rows = cast(Any, conn).blobs(sql, params)
     else:
         rows = list(conn.execute(
             f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} IN ({marks})",
@@ -380,6 +379,15 @@ def exact(conn: apsw.Connection, namespace: str, keys: npt.NDArray[np.int64], q:
         return []
     sims = from_int8([r[1] for r in rows]) @ q
     return best_per_rid(zip((int(r[0]) for r in rows), sims.tolist(), strict=True))
+
+
+def pg_read(namespace: str, keys: npt.NDArray[np.int64], table: str = "node_vec_bit"
+            ) -> tuple[str, tuple[Any, ...], bool]:
+    """:func:`exact`'s read on PostgreSQL (binary rows: PgConnection.blobs): one statement
+    text whatever the count, prepared once and reused."""
+    key = "rid" if table == "node_vec_bit" else "sid"
+    return (f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} = ANY(?)",
+            (namespace, [int(r) for r in keys]), True)
 
 
 def best_per_rid(hits: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -401,6 +409,16 @@ class Scan:
     q: F32
     rids: npt.NDArray[np.int64] | Future[npt.NDArray[np.int64]]
     table: str = "node_vec_bit"
+
+    def read(self) -> tuple[str, tuple[Any, ...], bool] | None:
+        """On PostgreSQL, the read :meth:`finish` will make, when the candidates are known
+        already and there are some (to send it ahead with others: PgConnection.prefetch)."""
+        rids = self.rids
+        if not isinstance(rids, np.ndarray):
+            if not rids.done():
+                return None
+            rids = rids.result()
+        return pg_read(self.namespace, rids, self.table) if len(rids) else None
 
     def finish(self, conn: apsw.Connection) -> list[tuple[int, float]]:
         """The candidates ranked by exact cosine (float vectors read back), best first: (rid,
