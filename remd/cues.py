@@ -67,7 +67,7 @@ def speaker_boost(conn: apsw.Connection, namespace: str, query: str,
                 c.base *= c.speaker
 
 
-def unrelated(conn: apsw.Connection, floor_similarity: float, best: float,
+def unrelated(conn: apsw.Connection, namespace: str, floor_similarity: float, best: float,
               lexical: Sequence[tuple[int, float]], terms: set[str],
               query_tags: tuple[int, int]) -> str | None:
     """Why the query is about nothing stored, or None: no memory is ``floor_similarity``
@@ -87,8 +87,9 @@ def unrelated(conn: apsw.Connection, floor_similarity: float, best: float,
     if terms and lexical:
         rids = [r for r, _ in lexical[:8]]
         marks = ",".join("?" * len(rids))
-        for (content,) in conn.execute(f"SELECT content FROM nodes WHERE rid IN ({marks})",
-                                       rids):
+        for (content,) in conn.execute(
+                f"SELECT content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
+                (namespace, *rids)):
             if 2 * len(terms & stems(conn, str(content))) >= len(terms):
                 return None
     return (f"no memory is similar to the query (best cosine {best:.2f} < floor_similarity "

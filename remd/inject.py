@@ -285,21 +285,21 @@ class _Injector:
         try:
             counts.sync(conn, self.ns)
             self.terms = lexical.query_terms(conn, query, cfg.fts_max_terms)
-            expr = lexical.match_expression(conn, self.ns, self.terms, counts,
-                                            max_postings=cfg.fts_max_postings)
-            if expr is None:
+            match = lexical.match_expression(conn, self.ns, self.terms, counts,
+                                             max_postings=cfg.fts_max_postings)
+            if match is None:
                 return []
-            if is_postgres(conn):
-                reads: list[Any] = [lexical.bm25_read(expr, 2 * k, self.ns)]
-                reads += [scan.read() for scan in scans or ()]
-                cast(Any, conn).prefetch([r for r in reads if r is not None])
+            if is_postgres(conn):  # bm25 on its way while the scans finish, then theirs
+                cast(Any, conn).prefetch(
+                    [lexical.bm25_read(match, 2 * k, self.ns)],
+                    then=lambda: [r for r in (s.read() for s in scans or ()) if r is not None])
             # FTS5 alone first: joining nodes for the namespace and status costs a row lookup
             # per matching posting. _resolve keeps this namespace's live hits.
-            rows = lexical.search(conn, expr, 2 * k, self.ns)
+            rows = lexical.search(conn, match, 2 * k, self.ns)
             hits = self._resolve(conn, rows)
             if len(hits) < k and len(rows) == 2 * k:
                 # Most matches belong to other namespaces or dead nodes: filter in SQL.
-                hits = self._resolve(conn, lexical.search(conn, expr, k, self.ns, filtered=True))
+                hits = self._resolve(conn, lexical.search(conn, match, k, self.ns, filtered=True))
         except apsw.SQLError as exc:  # a tokenizer edge case must not fail the inject
             log.warning("inject.fts_failed", error=str(exc))
             return []
@@ -439,7 +439,7 @@ class _Injector:
         facts = self._facts(conn, query, cands)
         unrelated = None
         if scan is not None and not facts:
-            unrelated = cues.unrelated(conn, cfg.floor_similarity,
+            unrelated = cues.unrelated(conn, self.ns, cfg.floor_similarity,
                                        max((s for _, s in near), default=0.0), lexical,
                                        set(self.terms), self.query_tags)
         return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=touched,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -238,10 +239,21 @@ def unindex_text(conn: apsw.Connection, rid: int, namespace: str, content: str) 
                      "WHERE namespace = ?", (row[0], namespace))
 
 
+@dataclass(frozen=True)
+class Match:
+    """The words a lexical search looks for: ``expr``, a safe FTS5 MATCH string (each word
+    quoted, OR-ed), and ``postings``, each word's stem -> its postings (of the file on SQLite,
+    of the namespace on PostgreSQL, counted in the caller's snapshot: its document
+    frequency)."""
+
+    expr: str
+    postings: dict[str, int]
+
+
 def match_expression(conn: apsw.Connection, namespace: str, terms: dict[str, str],
-                     counts: TermCounts, *, max_postings: int) -> str | None:
-    """A safe FTS5 MATCH string: the rarer of ``terms`` (:func:`query_terms`), each quoted,
-    OR-ed (None: no word worth searching).
+                     counts: TermCounts, *, max_postings: int) -> Match | None:
+    """The rarer of ``terms`` (:func:`query_terms`) while their postings stay within
+    ``max_postings`` (None: no word worth searching).
 
     Never raw user text: quoting makes every word a plain string token, so FTS5 syntax in the
     query ("AND", "NEAR(", '"', "*", "col:") cannot reach the parser.
@@ -252,26 +264,30 @@ def match_expression(conn: apsw.Connection, namespace: str, terms: dict[str, str
         quoted = '"' + word.replace('"', '""') + '"'
         n = counts.count(conn, namespace, stem, quoted, max_postings)
         if 0 < n <= max_postings:
-            docs.append((n, quoted))
+            docs.append((n, quoted, stem))
     docs.sort()
     chosen: list[str] = []
+    postings: dict[str, int] = {}
     total = 0
-    for n, quoted in docs:  # rarest first: a common word adds little to bm25, costs much
+    for n, quoted, stem in docs:  # rarest first: a common word adds little to bm25, costs much
         if total + n > max_postings:
             break
         chosen.append(quoted)
+        postings[stem] = n
         total += n
-    return " OR ".join(chosen) if chosen else None
+    return Match(" OR ".join(chosen), postings) if chosen else None
 
 
-def search(conn: apsw.Connection, expr: str, limit: int, namespace: str, *,
+def search(conn: apsw.Connection, match: Match, limit: int, namespace: str, *,
            filtered: bool = False) -> list[tuple[int, float]]:
     """(rid, bm25 score, higher is better) of the best ``limit`` matches, any status, of the
     file on SQLite, of ``namespace`` on PostgreSQL; ``filtered``: only ``namespace``'s live
     and deprecated nodes (a join per matching posting: for when most matches are others' or
     dead)."""
     if is_postgres(conn):
-        return _bm25(conn, expr, limit, namespace, filtered)
+        scored = conn.execute(*bm25_read(match, limit, namespace, filtered=filtered))
+        return [(int(rid), float(score)) for rid, score in scored]
+    expr = match.expr
     if not filtered:
         rows = conn.execute("SELECT rowid, bm25(node_fts) AS s FROM node_fts "
                             "WHERE node_fts MATCH ? ORDER BY s LIMIT ?", (expr, limit))
@@ -284,40 +300,24 @@ def search(conn: apsw.Connection, expr: str, limit: int, namespace: str, *,
     return [(int(rid), -float(s)) for rid, s in rows]
 
 
-def _bm25(conn: apsw.Connection, expr: str, limit: int, namespace: str, filtered: bool
-          ) -> list[tuple[int, float]]:
-    """FTS5's bm25 over the PostgreSQL term index of ``namespace``, for the words of ``expr``
-    (their postings are bounded by :func:`match_expression`): the same terms and formula, with
-    the namespace's counts."""
-    read = bm25_read(expr, limit, namespace, filtered=filtered)
-    if read is None:
-        return []
-    rows: list[Any] = conn.execute(*read).fetchall()
-    return [(int(rid), float(score)) for rid, score in rows]
-
-
-def bm25_read(expr: str, limit: int, namespace: str, *, filtered: bool = False
-              ) -> tuple[str, tuple[Any, ...]] | None:
-    """The statement of :func:`search` on PostgreSQL (None: no stem to look for), to send it
-    ahead with others (PgConnection.prefetch)."""
-    words = [w[1:-1].replace('""', '"') for w in expr.split(" OR ")]
-    wanted = sorted({stem for w in words for stem in stem_counts(_local_connection(), w)})
-    if not wanted:
-        return None
-    # One statement, scored where the postings are: only the best ``limit`` rows come back.
-    # A stem's document frequency is its postings in the namespace (read in stem order from
-    # the covering index, counted by a window); floats are float8 (constants bound as such),
-    # as Python's arithmetic is. The stems are one array: one statement text, prepared once.
-    keep = ("JOIN nodes n ON n.namespace = ? AND n.rid = q.rid "
+def bm25_read(match: Match, limit: int, namespace: str, *, filtered: bool = False
+              ) -> tuple[str, tuple[Any, ...]]:
+    """:func:`search`'s statement on PostgreSQL: FTS5's bm25 (formula and defaults) over the
+    namespace's term index and statistics, for the stems of ``match`` with their document
+    frequencies as counted (exact in the snapshot: TermCounts), scored where the postings are
+    so only the best ``limit`` rows come back. Floats are float8 (constants bound as such),
+    as Python's arithmetic is; the stems and counts are two arrays: one statement text,
+    prepared once. Sent ahead with other reads by inject (PgConnection.prefetch)."""
+    keep = ("JOIN nodes n ON n.namespace = ? AND n.rid = t.rid "
             "AND n.status IN ('live', 'deprecated') " if filtered else "")
+    stems = sorted(match.postings)
     return (
-        "SELECT q.rid, sum(GREATEST(ln((s.docs - q.n + 0.5) / (q.n + 0.5)), 1e-6) * q.tf "
-        "* (? + 1) / (q.tf + ? * (1 - ? + ? * q.len / GREATEST(s.avgdl, 1e-9)))) AS score "
-        "FROM (SELECT rid, CAST(tf AS float8) AS tf, CAST(len AS float8) AS len, "
-        "CAST(count(*) OVER (PARTITION BY stem) AS float8) AS n FROM node_terms "
-        "WHERE namespace = ? AND stem = ANY(?)) AS q "
+        "SELECT t.rid, sum(GREATEST(ln((s.docs - d.n + 0.5) / (d.n + 0.5)), 1e-6) * t.tf "
+        "* (? + 1) / (t.tf + ? * (1 - ? + ? * t.len / GREATEST(s.avgdl, 1e-9)))) AS score "
+        "FROM unnest(CAST(? AS text[]), CAST(? AS float8[])) AS d(stem, n) "
+        "JOIN node_terms t ON t.namespace = ? AND t.stem = d.stem "
         "CROSS JOIN (SELECT CAST(docs AS float8) AS docs, CASE WHEN docs > 0 "
         "THEN CAST(terms AS float8) / docs ELSE 1.0 END AS avgdl FROM fts_stats "
-        f"WHERE namespace = ?) AS s {keep}GROUP BY q.rid ORDER BY score DESC, q.rid LIMIT ?",
-        (_K1, _K1, _B, _B, namespace, wanted, namespace,
-         *((namespace,) if filtered else ()), limit))
+        f"WHERE namespace = ?) AS s {keep}GROUP BY t.rid ORDER BY score DESC, t.rid LIMIT ?",
+        (_K1, _K1, _B, _B, stems, [float(match.postings[x]) for x in stems], namespace,
+         namespace, *((namespace,) if filtered else ()), limit))

@@ -25,7 +25,7 @@ import contextlib
 import functools
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any, cast
@@ -254,35 +254,52 @@ class PgConnection:
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
 
-    def prefetch(self, statements: Sequence[Read]) -> None:
+    def prefetch(self, statements: Sequence[Read],
+                 then: Callable[[], Sequence[Read]] | None = None) -> None:
         """Inside a read snapshot: send ``statements`` (reads: SQL and parameters, and
         optionally True for :meth:`blobs`'s binary rows) in one pipeline, with the snapshot's
         BEGIN when it has not gone yet, keeping their rows for when :meth:`execute` or
         :meth:`blobs` asks them. One round trip instead of one each, each statement bound
-        and prepared as those methods do. Outside a snapshot, nothing."""
+        and prepared as those methods do. ``then`` gives more reads once the first are on
+        their way: what it waits for (a vector scan on another thread) overlaps the server's
+        work on them. Outside a snapshot, nothing."""
         import psycopg
 
-        if self.memo is None:
+        memo = self.memo
+        if memo is None:
             return
-        todo: dict[tuple[str, tuple[Any, ...]], Read] = {}
-        for read in statements:
-            key = _key(read[0], read[1])
-            if key not in self.memo:
-                todo.setdefault(key, read)
-        if not todo:
+
+        def unread(reads: Sequence[Read]) -> dict[tuple[str, tuple[Any, ...]], Read]:
+            todo: dict[tuple[str, tuple[Any, ...]], Read] = {}
+            for read in reads:
+                key = _key(read[0], read[1])
+                if key not in memo:
+                    todo.setdefault(key, read)
+            return todo
+
+        first = unread(statements)
+        if not first and then is not None:  # nothing to overlap with: one message
+            first, then = unread(then()), None
+        if not first:
             return
         begin, self.pending = self.pending, ""
+        sent: dict[tuple[str, tuple[Any, ...]], Any] = {}
+
+        def send(todo: dict[tuple[str, tuple[Any, ...]], Read]) -> None:
+            for key, (sql, params, *binary) in todo.items():
+                if key not in sent:
+                    sent[key] = cur = psycopg.Cursor(self.raw)
+                    _send(cur, sql, params, binary=bool(binary and binary[0]))
+
         try:
-            cursors = []
             with self.raw.pipeline():
                 if begin:
                     psycopg.Cursor(self.raw).execute(cast(Any, begin))
-                for sql, params, *binary in todo.values():
-                    cur = psycopg.Cursor(self.raw)
-                    _send(cur, sql, params, binary=bool(binary and binary[0]))
-                    cursors.append(cur)
-            for key, cur in zip(todo, cursors, strict=True):
-                self.memo[key] = cur.fetchall()
+                send(first)
+                if then is not None:
+                    send(unread(then()))
+            for key, cur in sent.items():
+                memo[key] = cur.fetchall()
         except psycopg.Error as exc:
             raise wrap(exc, self.url) from exc
         except UnicodeEncodeError as exc:

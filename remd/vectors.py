@@ -411,13 +411,9 @@ class Scan:
     table: str = "node_vec_bit"
 
     def read(self) -> tuple[str, tuple[Any, ...], bool] | None:
-        """On PostgreSQL, the read :meth:`finish` will make, when the candidates are known
-        already and there are some (to send it ahead with others: PgConnection.prefetch)."""
-        rids = self.rids
-        if not isinstance(rids, np.ndarray):
-            if not rids.done():
-                return None
-            rids = rids.result()
+        """On PostgreSQL, the read :meth:`finish` will make (None: no candidate), the scan
+        waited for (to send it ahead with others: PgConnection.prefetch)."""
+        rids = self.rids if isinstance(self.rids, np.ndarray) else self.rids.result()
         return pg_read(self.namespace, rids, self.table) if len(rids) else None
 
     def finish(self, conn: apsw.Connection) -> list[tuple[int, float]]:

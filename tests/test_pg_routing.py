@@ -43,6 +43,9 @@ def _traffic(url: str) -> None:
             m.save("My city has changed to Mumbai")
             pack = m.inject("which city do I live in?", 200)
             m.feedback(pack.pack_id, True)
+            # about nothing stored (no similar memory, few of its tags): the lexical hits'
+            # words are read to tell (cues.unrelated)
+            assert m.inject("is the Mumbai zebra quantum xylophone?", 200).stop == "unrelated"
             m.add_subtype("city", "place")
             m.memories_by_tag_cluster("city")
             m.suggest_related_tags(["city"])
