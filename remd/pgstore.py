@@ -305,6 +305,23 @@ class PgConnection:
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
 
+    def pipelined(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` (no rows wanted) in one pipeline: one round trip, each bound
+        server-side (IN lists as arrays), so the ones repeated are prepared once."""
+        import psycopg
+
+        begin, self.pending = self.pending, ""
+        try:
+            with self.raw.pipeline():
+                if begin:
+                    psycopg.Cursor(self.raw).execute(cast(Any, begin))
+                for sql, params in statements:
+                    _send(psycopg.Cursor(self.raw), sql, params)
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+
     def bound(self, sql: str, params: Sequence[Any]) -> str:
         """``sql`` translated, with ``params`` bound in it (client-side), for :meth:`script`."""
         import psycopg
@@ -478,8 +495,8 @@ class PgStore:
             conn = cast(PgConnection, held)
             self._local.depth = 1
             try:
-                conn.script("; ".join([_BEGIN, *(conn.bound(sql, params)
-                                                 for sql, params in statements), _commit()]))
+                conn.pipelined([*((sql, ()) for sql in _BEGIN.split("; ")), *statements,
+                                *((sql, ()) for sql in _commit().split("; "))])
             except BaseException:
                 _rollback(conn)
                 raise
