@@ -23,6 +23,7 @@ query embedding either). Prints markdown tables.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -266,45 +267,60 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
-BLOCK = 20  # queries per block; the bare and +embed arms alternate blocks
+BLOCK = 20  # queries per block; the bare and +embed arms (and the stores) alternate blocks
 
 
-def measure(path: Path | str, planned: dict[str, npt.NDArray[np.float32]], budgets: Sequence[int],
-            real: Embedder | None, config: Config, count: int, warmup: int
-            ) -> list[tuple[dict[str, float], dict[str, float]]]:
-    """One warm-up pass of ``warmup`` queries (not timed), then per budget ``count`` bare and
-    ``count`` +embed queries in alternating blocks of ``BLOCK``, so both arms see the same
-    state of the caches and of the page cache (at 1M the file is still warming for minutes:
-    run one after the other, the second arm came out faster). Every timed inject asks a
-    question the process has not seen. Returns (bare, +embed) rows per budget."""
+Row = tuple[dict[str, float], dict[str, float]]  # (bare, +embed) of one budget
+
+
+def measure(paths: Sequence[Path | str], planned: dict[str, npt.NDArray[np.float32]],
+            budgets: Sequence[int], real: Embedder | None, config: Config, count: int,
+            warmup: int) -> list[list[Row]]:
+    """Per store (one, or several side by side), one warm-up pass of ``warmup`` queries (not
+    timed), then per budget ``count`` bare and ``count`` +embed queries; blocks of ``BLOCK``
+    rotate over the stores and arms, so all of them see the same state of the caches, of the
+    page cache (at 1M the file is still warming for minutes: run one after the other, the
+    second arm came out faster) and of this VM, whose speed drifts by minutes. Every timed
+    inject asks a question no store in the process has seen. Returns, per store, (bare,
+    +embed) rows per budget."""
     emb = QueryEmbedder(planned, None)
     texts = list(planned)
-    rows = []
-    with Memory(path, config=config, embedder=emb, clock=lambda: NOW) as mem:
-        t0 = time.perf_counter()
-        mem.inject(texts[0], 64)  # loads the in-process vector index
-        load = time.perf_counter() - t0
-        for text in texts[1:warmup]:
-            mem.inject(text, budgets[0])
+    stores = len(paths)
+    with contextlib.ExitStack() as stack:
+        mems = [stack.enter_context(Memory(p, config=config, embedder=emb, clock=lambda: NOW))
+                for p in paths]
+        loads = []
+        for mem in mems:
+            t0 = time.perf_counter()
+            mem.inject(texts[0], 64)  # loads the in-process vector index
+            loads.append(time.perf_counter() - t0)
+            for text in texts[1:warmup]:
+                mem.inject(text, budgets[0])
+        rows: list[list[Row]] = [[] for _ in paths]
+        per_cell = count * 2 * stores
         for i, budget in enumerate(budgets):
-            cell = texts[warmup + count * 2 * i:warmup + count * (2 + 2 * i)]
-            arms: tuple[dict[str, list[float]], ...] = (defaultdict(list), defaultdict(list))
+            cell = texts[warmup + per_cell * i:warmup + per_cell * (i + 1)]
+            arms = [(defaultdict(list), defaultdict(list)) for _ in paths]
             for start in range(0, len(cell), BLOCK):
-                arm = (start // BLOCK) % 2
+                block = start // BLOCK
+                which, arm = block % stores, (block // stores) % 2
                 emb.real = real if arm else None
                 for text in cell[start:start + BLOCK]:
                     t = time.perf_counter()
-                    pack = mem.inject(text, budget)
-                    got = arms[arm]
+                    pack = mems[which].inject(text, budget)
+                    got = arms[which][arm]
                     got["lat"].append((time.perf_counter() - t) * 1000)
                     got["touched"].append(pack.memories_touched)
                     got["tags"].append(pack.tags_activated)
                     got["items"].append(len(pack.items))
-            bare, full = ({"budget": budget, "p50": pct(a["lat"], .5), "p95": pct(a["lat"], .95),
-                           "p99": pct(a["lat"], .99), "touched": statistics.mean(a["touched"]),
-                           "tags": statistics.mean(a["tags"]),
-                           "items": statistics.mean(a["items"]), "load": load} for a in arms)
-            rows.append((bare, full))
+            for which, pair in enumerate(arms):
+                bare, full = ({"budget": budget, "p50": pct(a["lat"], .5),
+                               "p95": pct(a["lat"], .95), "p99": pct(a["lat"], .99),
+                               "touched": statistics.mean(a["touched"]),
+                               "tags": statistics.mean(a["tags"]),
+                               "items": statistics.mean(a["items"]), "load": loads[which]}
+                              for a in pair)
+                rows[which].append((bare, full))
     return rows
 
 
@@ -320,9 +336,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--build-only", action="store_true", help="build the databases and stop")
     ap.add_argument("--db", default=None, metavar="URL",
                     help="a PostgreSQL database: each size in its schema inject_N (kept)")
+    ap.add_argument("--versus-sqlite", action="store_true",
+                    help="with --db: also measure the SQLite file of each size (in --workdir), "
+                         "side by side in one process, blocks alternating; print both and "
+                         "the ratio")
     ap.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[],
                     help="[inject] settings for the timed runs, e.g. vector_k=0")
     args = ap.parse_args(argv)
+    if args.versus_sqlite and not args.db:
+        ap.error("--versus-sqlite compares --db's PostgreSQL with SQLite: give --db")
     if any("=" not in kv for kv in args.overrides):
         ap.error("--set takes KEY=VALUE pairs")
     overrides = dict(kv.split("=", 1) for kv in args.overrides)
@@ -338,9 +360,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.queries} queries per cell, "
           f"{args.warmup if args.warmup is not None else args.queries} untimed first"
           + (f", inject {' '.join(args.overrides)}" if args.overrides else "") + "\n")
-    print("| memories | budget | p50 ms | p95 ms | p99 ms | p50 ms +embed | p95 ms +embed "
-          "| p99 ms +embed | memories touched | tags activated | items |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    if args.versus_sqlite:
+        print("| memories | budget | SQLite p50 | PostgreSQL p50 | SQLite p95 | PostgreSQL p95 "
+              "| ratio p95 | SQLite p95 +embed | PostgreSQL p95 +embed | ratio p95 +embed |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    else:
+        print("| memories | budget | p50 ms | p95 ms | p99 ms | p50 ms +embed | p95 ms +embed "
+              "| p99 ms +embed | memories touched | tags activated | items |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     notes = []
     for n in args.sizes:
         path: Path | str = workdir / f"inject-{n}.db"
@@ -351,8 +378,8 @@ def main(argv: list[str] | None = None) -> int:
                 missing = not mem.store.scalar("SELECT count(*) FROM nodes")
             if missing:
                 built = build(path, n, config)
-        elif not Path(path).exists():
-            built = build(path, n, config)
+        if (not args.db or args.versus_sqlite) and not (workdir / f"inject-{n}.db").exists():
+            built += build(workdir / f"inject-{n}.db", n, config)
         if args.build_only:
             print(f"built {path} in {built:.0f} s", file=sys.stderr)
             continue
@@ -360,12 +387,21 @@ def main(argv: list[str] | None = None) -> int:
         # asked before (the term-count and tag caches would answer a repeated one from memory).
         k = args.queries
         warm = max(1, args.warmup if args.warmup is not None else k)
-        rows = measure(path, queries(n, warm + 2 * len(args.budgets) * k, path), args.budgets,
-                       real, config, k, warm)
-        for b, f in rows:
-            print(f"| {n:,} | {b['budget']:.0f} | {b['p50']:.1f} | {b['p95']:.1f} | "
-                  f"{b['p99']:.1f} | {f['p50']:.1f} | {f['p95']:.1f} | {f['p99']:.1f} | "
-                  f"{b['touched']:.0f} | {b['tags']:.0f} | {b['items']:.1f} |", flush=True)
+        paths = [workdir / f"inject-{n}.db", path] if args.versus_sqlite else [path]
+        planned = queries(n, warm + 2 * len(paths) * len(args.budgets) * k, path)
+        measured = measure(paths, planned, args.budgets, real, config, k, warm)
+        rows = measured[-1]
+        if args.versus_sqlite:
+            for (sb, sf), (pb, pf) in zip(measured[0], rows, strict=True):
+                print(f"| {n:,} | {sb['budget']:.0f} | {sb['p50']:.1f} | {pb['p50']:.1f} | "
+                      f"{sb['p95']:.1f} | {pb['p95']:.1f} | {pb['p95'] / sb['p95']:.2f}x | "
+                      f"{sf['p95']:.1f} | {pf['p95']:.1f} | {pf['p95'] / sf['p95']:.2f}x |",
+                      flush=True)
+        else:
+            for b, f in rows:
+                print(f"| {n:,} | {b['budget']:.0f} | {b['p50']:.1f} | {b['p95']:.1f} | "
+                      f"{b['p99']:.1f} | {f['p50']:.1f} | {f['p95']:.1f} | {f['p99']:.1f} | "
+                      f"{b['touched']:.0f} | {b['tags']:.0f} | {b['items']:.1f} |", flush=True)
         size_mb = (pg_size(str(path)) if args.db else Path(path).stat().st_size) / 1e6
         notes.append(f"{n:,}: built in {built:.0f} s (0 = reused), file {size_mb:,.0f} MB, "
                      f"first inject (loads the vector index) {rows[0][0]['load'] * 1000:.0f} ms")
