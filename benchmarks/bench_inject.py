@@ -1,7 +1,7 @@
 """Inject latency at 1k, 10k, 100k (and 1M) memories: p50/p95/p99, with and without embedding.
 
     python benchmarks/bench_inject.py [--sizes 1000 10000 100000 1000000] [--queries 200]
-        [--warmup N] [--set vector_k=0 ...]
+        [--warmup N] [--set vector_k=0 ...] [--db URL [--versus-sqlite]] [--workdir DIR]
 
 Each namespace is built with bulk SQL in remd's real schema (a save_many of 1M memories would
 take ~10 minutes of tagging and embedding; inject only reads): Zipf-distributed words (content
@@ -16,6 +16,9 @@ Each run first loads the indexes and asks ``--warmup`` (default ``--queries``) u
 questions (a warm process, as an agent's long-running one is); then, per budget, the bare and
 "with embedding" questions alternate in blocks of 20, and every timed inject asks a question
 not asked before in that process.
+``--db URL`` measures a PostgreSQL database instead (schema inject_N); with
+``--versus-sqlite`` also the SQLite file of the same memories, side by side in one process
+(blocks rotate over the stores and arms), printing both and the ratio.
 ``--set KEY=VALUE`` changes ``[inject]`` settings (e.g. ``vector_k=0``: no vector seeds, so no
 query embedding either). Prints markdown tables.
 """
@@ -301,11 +304,12 @@ def measure(paths: Sequence[Path | str], planned: dict[str, npt.NDArray[np.float
         for i, budget in enumerate(budgets):
             cell = texts[warmup + per_cell * i:warmup + per_cell * (i + 1)]
             arms = [(defaultdict(list), defaultdict(list)) for _ in paths]
-            for start in range(0, len(cell), BLOCK):
-                block = start // BLOCK
+            size = min(BLOCK, count)  # so that every store and arm has its questions
+            for start in range(0, len(cell), size):
+                block = start // size
                 which, arm = block % stores, (block // stores) % 2
                 emb.real = real if arm else None
-                for text in cell[start:start + BLOCK]:
+                for text in cell[start:start + size]:
                     t = time.perf_counter()
                     pack = mems[which].inject(text, budget)
                     got = arms[which][arm]
