@@ -51,18 +51,11 @@ def tokenizer(conn: Any) -> Any:
     PostgreSQL, the same FTS5 tokenizer of a private in-memory SQLite connection."""
     if not is_postgres(conn):
         return conn.fts5_tokenizer(*_TOKENIZER)
-    return _local_connection().fts5_tokenizer(*_TOKENIZER)
-
-
-def _local_connection() -> apsw.Connection:
-    """A private in-memory SQLite connection, whose FTS5 tokenizer serves PostgreSQL stores
-    (the same tokenizer as a SQLite file's index: given to :func:`tokenizer` in place of a
-    PostgreSQL connection, it tokenises the same)."""
     global _local
     with _local_lock:
         if _local is None:
             _local = apsw.Connection(":memory:")
-        return _local
+        return _local.fts5_tokenizer(*_TOKENIZER)
 _PG_COUNT = ("SELECT count(*) FROM (SELECT 1 FROM node_terms WHERE namespace = ? AND stem = ? "
              "LIMIT ?) AS t")  # a stem's postings in a namespace, up to a cap
 _ADJUST_MAX = 256  # inserts past this since the last look: drop the counts instead
@@ -304,7 +297,8 @@ def bm25_read(match: Match, limit: int, namespace: str, *, filtered: bool = Fals
               ) -> tuple[str, tuple[Any, ...]]:
     """:func:`search`'s statement on PostgreSQL: FTS5's bm25 (formula and defaults) over the
     namespace's term index and statistics, for the stems of ``match`` with their document
-    frequencies as counted (exact in the snapshot: TermCounts), scored where the postings are
+    frequencies as counted (TermCounts: exact in the snapshot here, where the counts are the
+    namespace's and its injects are serialised by its view), scored where the postings are
     so only the best ``limit`` rows come back. Floats are float8 (constants bound as such),
     as Python's arithmetic is; the stems and counts are two arrays: one statement text,
     prepared once. Sent ahead with other reads by inject (PgConnection.prefetch)."""

@@ -263,8 +263,6 @@ class PgConnection:
         and prepared as those methods do. ``then`` gives more reads once the first are on
         their way: what it waits for (a vector scan on another thread) overlaps the server's
         work on them. Outside a snapshot, nothing."""
-        import psycopg
-
         memo = self.memo
         if memo is None:
             return
@@ -282,14 +280,35 @@ class PgConnection:
             first, then = unread(then()), None
         if not first:
             return
-        begin, self.pending = self.pending, ""
-        sent: dict[tuple[str, tuple[Any, ...]], Any] = {}
+        later: dict[tuple[str, tuple[Any, ...]], Read] = {}
 
-        def send(todo: dict[tuple[str, tuple[Any, ...]], Read]) -> None:
-            for key, (sql, params, *binary) in todo.items():
-                if key not in sent:
-                    sent[key] = cur = psycopg.Cursor(self.raw)
-                    _send(cur, sql, params, binary=bool(binary and binary[0]))
+        def more() -> list[Read]:
+            assert then is not None
+            later.update((k, r) for k, r in unread(then()).items() if k not in first)
+            return list(later.values())
+
+        cursors = self._pipeline(list(first.values()), more if then is not None else None)
+        for key, cur in zip([*first, *later], cursors, strict=True):
+            memo[key] = cur.fetchall()
+
+    def pipelined(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` (no rows wanted) in one pipeline: one round trip, each bound
+        server-side (IN lists as arrays), so the ones repeated are prepared once."""
+        self._pipeline(statements)
+
+    def _pipeline(self, first: Sequence[Read], then: Callable[[], Sequence[Read]] | None = None
+                  ) -> list[Any]:
+        """Send ``first``, then what ``then`` gives, in one pipeline after the pending BEGIN:
+        their cursors, rows in."""
+        import psycopg
+
+        begin, self.pending = self.pending, ""
+        cursors: list[Any] = []
+
+        def send(reads: Sequence[Read]) -> None:
+            for sql, params, *binary in reads:
+                cursors.append(cur := psycopg.Cursor(self.raw))
+                _send(cur, sql, params, binary=bool(binary and binary[0]))
 
         try:
             with self.raw.pipeline():
@@ -297,37 +316,12 @@ class PgConnection:
                     psycopg.Cursor(self.raw).execute(cast(Any, begin))
                 send(first)
                 if then is not None:
-                    send(unread(then()))
-            for key, cur in sent.items():
-                memo[key] = cur.fetchall()
+                    send(then())
         except psycopg.Error as exc:
             raise wrap(exc, self.url) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
-
-    def pipelined(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        """Run ``statements`` (no rows wanted) in one pipeline: one round trip, each bound
-        server-side (IN lists as arrays), so the ones repeated are prepared once."""
-        import psycopg
-
-        begin, self.pending = self.pending, ""
-        try:
-            with self.raw.pipeline():
-                if begin:
-                    psycopg.Cursor(self.raw).execute(cast(Any, begin))
-                for sql, params in statements:
-                    _send(psycopg.Cursor(self.raw), sql, params)
-        except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
-        except UnicodeEncodeError as exc:
-            raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
-
-    def bound(self, sql: str, params: Sequence[Any]) -> str:
-        """``sql`` translated, with ``params`` bound in it (client-side), for :meth:`script`."""
-        import psycopg
-
-        with psycopg.ClientCursor(self.raw) as cur:
-            return cur.mogrify(translate(sql), _params(params))
+        return cursors
 
     def script(self, sql: str) -> None:
         """Run several statements as they are (schema files: no translation)."""
