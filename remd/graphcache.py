@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from remd import changelog
 from remd.pgstore import is_postgres
-from remd.store import rows_in
+from remd.store import in_reads, rows_in
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
 _EVICT_MAX = 4096
@@ -192,12 +192,14 @@ class TagGraphCache:
                 missing.append(tid)
             else:
                 out[tid] = got
-        for tid, name, df in rows_in(
-                conn, "SELECT tid, name, df FROM tags WHERE namespace = ? AND tid IN ({marks})",
-                missing, (self.namespace,)):
+        for tid, name, df in rows_in(conn, _NAMES, missing, (self.namespace,)):
             out[tid] = (str(name), int(df))
             self._remember(tid, *out[tid])
         return out
+
+    def name_reads(self, tids: Iterable[int]) -> list[tuple[str, tuple[Any, ...]]]:
+        """The statements :meth:`names` would run for ``tids`` (to send them ahead)."""
+        return in_reads(_NAMES, [t for t in tids if t not in self.info], (self.namespace,))
 
     def _remember(self, tid: int, name: str, df: int) -> None:
         if not self.keeping:
@@ -250,6 +252,7 @@ def _size(rows: Edges | Members | tuple[str, int]) -> int:
     return _INFO_BYTES
 
 
+_NAMES = "SELECT tid, name, df FROM tags WHERE namespace = ? AND tid IN ({marks})"
 # A tag's top rows of each kind ({tag}: where its id comes from), best first, ties broken by
 # key: the cached rows are exactly what this read gives, whoever plans it.
 _READS = {

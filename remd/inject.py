@@ -551,14 +551,17 @@ class _Injector:
         if not rids:
             return {}, {}
         marks = ",".join("?" * len(rids))
+        read = (f"SELECT rid, id, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
+                (self.ns, *rids))
+        tags = self.nodes.tags_of(conn, rids)  # the packer's: cached
+        tids = {tid for pairs in tags.values() for tid, _ in pairs}
+        if is_postgres(conn):  # the texts and the tags' names in one round trip
+            cast(Any, conn).prefetch([read, *self.cache.name_reads(tids)])
         contents: dict[int, str] = {}
-        for r, ident, text in conn.execute(
-                f"SELECT rid, id, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
-                (self.ns, *rids)):
+        for r, ident, text in conn.execute(*read):
             contents[int(r)] = str(text)
             self.ids[int(r)] = str(ident)
-        tags = self.nodes.tags_of(conn, rids)
-        info = self.cache.names(conn, {tid for pairs in tags.values() for tid, _ in pairs})
+        info = self.cache.names(conn, tids)
         names = {rid: tuple(sorted(info[tid][0] for tid, _ in pairs if tid in info))
                  for rid, pairs in tags.items()}
         return contents, names

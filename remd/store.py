@@ -168,9 +168,18 @@ def rows_in(conn: apsw.Connection, sql: str, ids: Sequence[int],
     """The rows of ``sql`` for ``ids``, bound as the ``IN ({marks})`` list it holds (after the
     parameters ``before`` it, such as a namespace), in statements of at most 500 ids
     (orderings in ``sql`` hold within each statement)."""
+    for statement in in_reads(sql, ids, before):
+        yield from conn.execute(*statement)
+
+
+def in_reads(sql: str, ids: Sequence[int], before: Sequence[Any] = ()
+             ) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements :func:`rows_in` runs (to send them ahead: PgConnection.prefetch)."""
+    out = []
     for start in range(0, len(ids), _IN_CHUNK):
         part = list(ids[start:start + _IN_CHUNK])
-        yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*before, *part))
+        out.append((sql.format(marks=",".join("?" * len(part))), (*before, *part)))
+    return out
 
 
 def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
