@@ -357,7 +357,7 @@ def test_wal_is_checkpointed_on_a_background_thread(db_path: Path) -> None:
     # process: two copies of SQLite in one process must not open one WAL database (SQLite's
     # "how to corrupt", 2.2.1): closing, the stdlib's takes itself for the last connection
     # and truncates the WAL index under apsw's. In this process it crashed the checkpoint
-    # thread with SIGBUS about one run in five.
+    # thread with SIGBUS now and then (2 of 13 full-suite runs on 2026-11-25).
     read = ("import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("
             "\"SELECT count(*) FROM remd_meta WHERE key LIKE 'k%'\").fetchone()[0])")
     other = subprocess.run([sys.executable, "-c", read, str(db_path)], capture_output=True,
