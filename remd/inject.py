@@ -151,10 +151,8 @@ class _Injector:
                 if query is not None:  # and the query's first reads: its tags, its words
                     names = query_candidates(query)
                     probes += [_tags_named(self.ns, names)] if names else []
-                    if self.cfg.fts_k > 0:
-                        probes += self.engine.caches.terms.probes(
-                            conn, self.ns, lexical.query_terms(conn, query, self.cfg.fts_max_terms),
-                            self.cfg.fts_max_postings)
+                    probes += self.engine.caches.terms.probes(conn, self.ns, self.terms,
+                                                              self.cfg.fts_max_postings)
                 cast(Any, conn).prefetch(probes)
             self.nodes.refresh(conn)
             self.cache.size_for(self.nodes.n)
@@ -271,20 +269,30 @@ class _Injector:
         return read
 
     # -- lexical --------------------------------------------------------------------------
-    def _lexical_hits(self, conn: apsw.Connection, query: str,
+    def _search_terms(self, conn: apsw.Connection, query: str) -> dict[str, str]:
+        """The query's words worth searching (:func:`remd.lexical.query_terms`), once per
+        inject: none when lexical search is off or a tokenizer edge case fails (logged)."""
+        if self.cfg.fts_k <= 0:
+            return {}
+        try:
+            return lexical.query_terms(conn, query, self.cfg.fts_max_terms)
+        except apsw.SQLError as exc:  # a tokenizer edge case must not fail the inject
+            log.warning("inject.fts_failed", error=str(exc))
+            return {}
+
+    def _lexical_hits(self, conn: apsw.Connection,
                       scans: list[vectors.Scan] | None) -> list[tuple[int, float]]:
         """The best ``fts_k`` bm25 matches of this namespace (remd/lexical.py), a deprecated
-        fragment's match counting for the synthesis that carries its words. On PostgreSQL
-        the vector ``scans``' reads go in the same round trip, when their candidates are
-        known."""
+        fragment's match counting for the synthesis that carries its words (the words of
+        :meth:`_search_terms`). On PostgreSQL the vector ``scans``' reads go in the same round
+        trip, when their candidates are known."""
         cfg = self.cfg
-        if cfg.fts_k <= 0:
+        if cfg.fts_k <= 0 or not self.terms:
             return []
         counts = self.engine.caches.terms
         k = cfg.fts_k
         try:
             counts.sync(conn, self.ns)
-            self.terms = lexical.query_terms(conn, query, cfg.fts_max_terms)
             match = lexical.match_expression(conn, self.ns, self.terms, counts,
                                              max_postings=cfg.fts_max_postings)
             if match is None:
@@ -413,11 +421,12 @@ class _Injector:
     def rank(self, conn: apsw.Connection, query: str) -> _Ranked:
         """Steps 1-4 of the pipeline in the caller's snapshot: every candidate, scored."""
         cfg = self.cfg
+        self.terms = self._search_terms(conn, query)
         self._sync(conn, query)
         self.spec = Specificity(self._size(), cfg.idf_min_memories)
         self.period = query_period(query) if cfg.date_weight > 0 else None
         scan = self._start_vector_scan(conn, query)
-        lexical = self._lexical_hits(conn, query, scan)  # while the scan runs
+        lexical = self._lexical_hits(conn, scan)  # while the scan runs
         qseeds = self._query_seeds(conn, query)
         cands: dict[int, _Candidate] = {}
         near = self._resolve_top(conn, self._finish_scans(conn, scan), cfg.vector_k)

@@ -51,24 +51,23 @@ log = get_logger("remd.pgstore")
 
 URL_PREFIXES = ("postgresql://", "postgres://")
 WRITE_LOCK = 0x72656D64  # "remd": the advisory lock every write transaction holds
-_BEGIN = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK:d})"
+_BEGIN = ("BEGIN", f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})")
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial",)
 
 
-def _commit() -> str:
+def _commit() -> tuple[str, ...]:
     """COMMIT, after pruning the change logs as the SQLite store does (remd.store._prune_logs:
-    the oldest rows of a log once it holds LOG_KEEP + a step), in one message. Here each log's
+    the oldest rows of a log once it holds LOG_KEEP + a step), sent together. Here each log's
     pruning is one statement, its condition evaluated once before any row is looked at
     (SQLite would test it row by row: it probes first instead)."""
     return _commit_sql(store.LOG_KEEP, store._LOG_STEP)
 
 
 @functools.cache
-def _commit_sql(keep: int, step: int) -> str:
-    return "; ".join(
-        f"DELETE FROM {log} WHERE (SELECT max(seq) - min(seq) FROM {log}) >= {keep + step:d} "
-        f"AND seq < (SELECT max(seq) FROM {log}) - {keep:d}" for log in ("tag_log", "node_log")
-    ) + "; COMMIT"
+def _commit_sql(keep: int, step: int) -> tuple[str, ...]:
+    return (*(f"DELETE FROM {log} WHERE (SELECT max(seq) - min(seq) FROM {log}) >= "
+              f"{keep + step:d} AND seq < (SELECT max(seq) FROM {log}) - {keep:d}"
+              for log in ("tag_log", "node_log")), "COMMIT")
 
 
 def is_url(path: object) -> bool:
@@ -227,9 +226,10 @@ class PgConnection:
         binary: bytea comes back as its bytes, not as hex text twice their size to decode."""
         import psycopg
 
-        key = _key(sql, params)
-        if self.memo is not None and key in self.memo:
-            return self.memo[key]
+        if self.memo is not None:
+            got = self.memo.get(_key(sql, params))
+            if got is not None:
+                return got
         self._begin()
         try:
             with psycopg.Cursor(self.raw) as cur:
@@ -462,14 +462,14 @@ class PgStore:
                 return
             local.depth = 1
             try:
-                conn.script(_BEGIN)  # one round trip
+                conn.script("; ".join(_BEGIN))  # one round trip
                 yield held
             except BaseException:
                 _rollback(conn)
                 raise
             else:
                 try:
-                    conn.script(_commit())  # the logs' pruning and COMMIT: one round trip
+                    conn.script("; ".join(_commit()))  # pruning and COMMIT: one round trip
                 except BaseException:
                     _rollback(conn)
                     raise
@@ -477,8 +477,8 @@ class PgStore:
                 local.depth = 0
 
     def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        """Run ``statements`` (SQL, parameters) in one write transaction: one message to the
-        server, BEGIN and the write lock to the pruning and COMMIT (inside a transaction
+        """Run ``statements`` (SQL, parameters) in one write transaction: one pipeline (one
+        round trip), BEGIN and the write lock to the pruning and COMMIT (inside a transaction
         already: on it, one by one)."""
         if self._local.depth:
             with self.transaction() as held:
@@ -489,8 +489,8 @@ class PgStore:
             conn = cast(PgConnection, held)
             self._local.depth = 1
             try:
-                conn.pipelined([*((sql, ()) for sql in _BEGIN.split("; ")), *statements,
-                                *((sql, ()) for sql in _commit().split("; "))])
+                conn.pipelined([*((sql, ()) for sql in _BEGIN), *statements,
+                                *((sql, ()) for sql in _commit())])
             except BaseException:
                 _rollback(conn)
                 raise

@@ -364,14 +364,14 @@ def exact(conn: apsw.Connection, namespace: str, keys: npt.NDArray[np.int64], q:
     """
     if len(keys) == 0:
         return []
-    ids = [int(r) for r in keys]
-    marks = ",".join("?" * len(ids))
-    key = "rid" if table == "node_vec_bit" else "sid"
     rows: list[tuple[Any, ...]]
     if is_postgres(conn):
         sql, params, _ = pg_read(namespace, keys, table)
         rows = cast(Any, conn).blobs(sql, params)
     else:
+        ids = [int(r) for r in keys]
+        marks = ",".join("?" * len(ids))
+        key = "rid" if table == "node_vec_bit" else "sid"
         rows = list(conn.execute(
             f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} IN ({marks})",
             (namespace, *ids)))
