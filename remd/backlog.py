@@ -15,7 +15,8 @@ from remd.embed import EmbedError
 from remd.logs import get_logger
 from remd.store import rows_in
 from remd.text import sentence_pieces
-from remd.vectors import write_sentence_vectors, write_vectors
+from remd.supersede import Fresh, judge_pending
+from remd.vectors import BitIndex, write_sentence_vectors, write_vectors
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -23,6 +24,16 @@ if TYPE_CHECKING:
 log = get_logger("remd.backlog")
 
 Progress = Callable[[int], None]
+_ROW = "rid, namespace, content, id, created_at, judged"
+
+
+def _refreshed_bits(engine: Engine, namespace: str) -> BitIndex:
+    """The namespace's bit index brought to the committed state, in its own snapshot and with
+    its view held (as inject does), before a write transaction judges new memories with it:
+    the index never sees rows of a transaction that might roll back."""
+    with engine.caches.use(namespace) as view, engine.store.snapshot() as conn:
+        view.bits.refresh(conn)
+        return view.bits
 
 
 def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] | None = None,
@@ -48,15 +59,15 @@ def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] 
             if not todo:
                 break
             with store.snapshot() as conn:
-                rows = list(rows_in(conn, "SELECT rid, namespace, content FROM nodes "
+                rows = list(rows_in(conn, f"SELECT {_ROW} FROM nodes "
                                           "WHERE namespace = ? AND rid IN ({marks}) "
                                           "AND embedded = 0", todo, (namespace,)))
         elif namespace is None:
-            rows = store.query("SELECT rid, namespace, content FROM nodes WHERE embedded = 0 "
+            rows = store.query(f"SELECT {_ROW} FROM nodes WHERE embedded = 0 "
                                "ORDER BY rid LIMIT ?", (want,))
         else:
             rows = store.query(
-                "SELECT rid, namespace, content FROM nodes WHERE namespace = ? AND embedded = 0 "
+                f"SELECT {_ROW} FROM nodes WHERE namespace = ? AND embedded = 0 "
                 "ORDER BY rid LIMIT ?", (namespace, want))
         if not rows:
             if rids is not None:
@@ -68,15 +79,24 @@ def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] 
         except EmbedError as exc:
             log.warning("embed.failed", error=str(exc), pending=len(rows))
             break
+        fresh: dict[str, list[Fresh]] = {}
+        for (rid, ns, content, node_id, created, judged), vec in zip(
+                rows, vectors[:len(rows)], strict=True):
+            if not judged:
+                fresh.setdefault(ns, []).append(Fresh(rid=rid, id=node_id, content=content,
+                                                      created_at=created, vector=vec))
+        bits = {ns: _refreshed_bits(engine, ns) for ns in fresh}
         with store.transaction() as conn:
             at = len(rows)
-            for (rid, ns, _), vec, mine in zip(rows, vectors[:len(rows)], pieces, strict=True):
+            for (rid, ns, *_), vec, mine in zip(rows, vectors[:len(rows)], pieces, strict=True):
                 write_vectors(conn, ns, [rid], vec)
                 if mine:
                     write_sentence_vectors(conn, ns, rid, vectors[at:at + len(mine)])
                     at += len(mine)
             conn.executemany("UPDATE nodes SET embedded = 1 WHERE namespace = ? AND rid = ?",
                              [(r[1], r[0]) for r in rows])
+            for ns, items in fresh.items():
+                judge_pending(conn, ns, items, engine.clock(), bits=bits[ns])
         done += len(rows)
         if progress:
             progress(len(rows))

@@ -117,6 +117,16 @@ class Engine:
             self._embedder_spec = None
             return self._embedder
 
+    @property
+    def embeds(self) -> bool:
+        """Whether this engine has an embedder (or will load one on first use), without
+        loading it."""
+        with self._embedder_lock:
+            spec = self._embedder_spec
+            if spec is None or spec is False:  # loaded already, or none asked for
+                return self._embedder is not None
+            return spec is not True or self.config.embed.provider != "none"
+
     def query_vector(self, text: str) -> Vectors | None:
         """The embedding of a query (None without an embedder), from a small LRU of recent
         queries. Raises EmbedError when the embedder fails."""

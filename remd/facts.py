@@ -85,6 +85,9 @@ _NOT_ATTRIBUTES = _words(
     thought thoughts impression feeling feelings hope wish concern worry problem issue excuse
     mistake reason apologies apology condolences gut heart mind head life day week weekend morning
     night time experience understanding take view suggestion recommendation favorite
+    legs leg feet foot back arms arm hands hand knees knee eyes eye ears stomach tummy belly
+    throat neck shoulders shoulder body muscles skin brain nerves patience energy mood hair
+    voice nose toes fingers
     """
 )
 _FUNCTION_WORDS = _words(

@@ -21,6 +21,8 @@ from remd.ids import new_id
 from remd.lexical import index_text
 from remd.links import parse_links
 from remd.models import EdgeType, NodeKind, NodeStatus
+from remd.supersede import Fresh, judge_pending
+from remd.updates import fact_changes
 from remd.tagging import extract_tags, normalise_tag
 from remd.tokens import TokenCounter
 
@@ -200,7 +202,11 @@ class Writer:
                         "last_access = max(last_access, ?) WHERE namespace = ? AND rid = ?",
                         (CONFIRM_STEP, created, self.ns, old_rid))
                     return int(str(old_rid)), str(old_id)
-            for _, old_id, old_value, old_conf, old_from, _ in live:
+            for _, old_id, old_value, old_conf, old_from, old_content in live:
+                if not _same_value(old_value, fact_value) and not fact_changes(
+                        fact_key.split("/", 1)[-1], str(old_value or ""), fact_value or "",
+                        str(old_content), draft.content):
+                    continue  # another detail of the same thing, not a new value
                 superseded.append((str(old_id), created))
                 if _same_value(old_value, fact_value):
                     # A restatement confirms the fact: it keeps its start and gains trust.
@@ -214,14 +220,14 @@ class Writer:
         row = conn.execute(
             "INSERT INTO nodes (id, namespace, kind, content, source, status, created_at, "
             "last_access, access_count, confidence, importance, tokens, valid_from, "
-            "valid_until, deprecated_by, fact_key, fact_value) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
+            "valid_until, deprecated_by, fact_key, fact_value, judged) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
             (node_id, self.ns, kind.value, draft.content, draft.source, status.value, created,
              draft.last_access if draft.last_access is not None else created,
              draft.access_count, confidence,
              draft.importance if draft.importance is not None else 0.5,
              n_tokens, valid_from, draft.valid_until, draft.deprecated_by,
-             fact_key, fact_value),
+             fact_key, fact_value, 0 if draft.status is None else 1),
         ).fetchone()
         assert row is not None
         rid = int(row[0])
@@ -353,12 +359,19 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
         now = engine.clock()
         with engine.store.transaction() as conn:
             writer = Writer(conn, namespace, engine.config, engine.counter)
+            fresh: list[Fresh] = []
             for draft, n in zip(chunk, counts, strict=True):
                 rid, node_id = writer.write(draft, now, n)
                 rids.append(rid)
                 ids.append(node_id)
-                if draft.auto_tags and writer.created and writer.created[-1] == rid:
+                new = writer.created and writer.created[-1] == rid
+                if draft.auto_tags and new:
                     to_tag.append((rid, draft))
+                if new and draft.status is None:
+                    fresh.append(Fresh(rid=rid, id=node_id, content=draft.content,
+                                       created_at=draft.created_at or now))
+            if fresh and not engine.embeds:  # else judged when its vector is written
+                judge_pending(conn, namespace, fresh, now)
         if progress:
             progress(len(chunk))
     if embed:  # one save: its own vector; a bulk save: the namespace's whole backlog

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, cast
 import apsw
 import numpy as np
 
-from remd import changelog, cues, lexical, nodemirror, packer, standins, vectors
+from remd import changelog, cues, lexical, newest, nodemirror, packer, standins, vectors
 from remd.caches import View
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
@@ -92,6 +92,7 @@ class _Candidate:
     context: float = 0.0
     fact: float = 1.0  # the multiplier for being the live fact the question asks for
     speaker: float = 1.0  # the multiplier for being said by someone the query names
+    outdated_by: int | None = None  # a newer live memory probably updates it (remd.newest)
 
 
 @dataclass
@@ -446,6 +447,7 @@ class _Injector:
         cues.speaker_boost(conn, self.ns, query, cands, cfg.speaker_weight,
                            lambda rid: cands[rid].kind is NodeKind.SYNTHESIS)
         facts = self._facts(conn, query, cands)
+        newest.prefer_newest(conn, self.ns, cands)
         unrelated = None
         if scan is not None and not facts:
             unrelated = cues.unrelated(conn, self.ns, cfg.floor_similarity,
@@ -584,7 +586,8 @@ class _Injector:
                            speaker=c.speaker)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=c.kind, created_at=c.created_at,
-                        parts=parts, path=path, sources=sources)
+                        parts=parts, path=path, sources=sources,
+                        outdated_by=self.ids.get(c.outdated_by) if c.outdated_by else None)
 
     def _record(self, pack: Pack, picked: Sequence[tuple[_Candidate, float, float]],
                 paths: dict[int | None, list[int]]) -> None:

@@ -48,6 +48,7 @@ class PackItem:
     parts: ScoreParts
     path: tuple[str, ...] = ()  # seed tag -> ... -> tag that activated it (empty: not via tags)
     sources: tuple[str, ...] = ()  # which of graph / vector / lexical found it
+    outdated_by: str | None = None  # a newer memory in the pack probably updates it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,5 +120,8 @@ def explain(pack: Pack) -> Iterable[str]:
         yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
                f"{p.vector:.3f}, lexical {p.lexical:.3f}; path "
                f"{' -> '.join(item.path) if item.path else '-'}; {item.tokens} tokens")
+        if item.outdated_by:
+            yield (f"   probably updated by {item.outdated_by} (newer; see `remd get`): "
+                   "ranked after it, left out of a pack that stops at the relevance floor")
         flat = " ".join(item.content.split())
         yield "   " + (flat if len(flat) <= 100 else flat[:99] + "…")

@@ -39,6 +39,7 @@ class Scored(Protocol):
     tokens: int
     base: float
     speaker: float  # the speaker multiplier in base (a prior: the floor leaves it out)
+    outdated_by: int | None  # a newer candidate probably updates it (remd.newest)
 
 
 S = TypeVar("S", bound=Scored)
@@ -114,6 +115,12 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
         return picked, None
     if unrelated is not None:
         return [], Stop("unrelated", unrelated)
+    newer = {c.rid for c, _, _ in picked}
+    outdated = [p for p in picked if p[0].outdated_by in newer]
+    if outdated and len(outdated) < len(picked):
+        kept, stop = relevance_floor([p for p in picked if p[0].outdated_by not in newer], cfg)
+        return kept, stop or Stop("outdated", f"{len(outdated)} item(s) left out: a newer "
+                                              "memory in the pack probably updates each")
     # The speaker prior orders the pack but makes nothing relevant: the floor reads the
     # scores without it (a question naming Caroline lifts every turn she said).
     bases = sorted((c.base / c.speaker for c, _, _ in picked), reverse=True)

@@ -52,7 +52,7 @@ log = get_logger("remd.pgstore")
 URL_PREFIXES = ("postgresql://", "postgres://")
 WRITE_LOCK = 0x72656D64  # "remd": the advisory lock every write transaction holds
 _BEGIN = ("BEGIN", f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})")
-PG_MIGRATIONS: tuple[str, ...] = ("0001_initial",)
+PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged")
 
 
 def _commit() -> tuple[str, ...]:

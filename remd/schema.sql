@@ -38,7 +38,8 @@ CREATE TABLE nodes (
     fact_key      TEXT,          -- "subject/attribute" for fact nodes
     fact_value    TEXT,
     embedded      INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 stored, 2 failed (see embed backlog)
-    rem_run       TEXT           -- the REM run that created this (synthesis) node
+    rem_run       TEXT,          -- the REM run that created this (synthesis) node
+    judged        INTEGER NOT NULL DEFAULT 1  -- 0: update detection pending (0012)
 );
 CREATE INDEX nodes_ns_status_rid ON nodes (namespace, status, rid);
 CREATE INDEX nodes_ns_created ON nodes (namespace, created_at);
@@ -48,6 +49,7 @@ CREATE INDEX nodes_deprecated_by ON nodes (deprecated_by) WHERE deprecated_by IS
 CREATE INDEX nodes_rem_run ON nodes (rem_run) WHERE rem_run IS NOT NULL;
 -- The idle trigger: each namespace's last save by a person or an agent (not REM's own nodes).
 CREATE INDEX nodes_ns_saved ON nodes (namespace, created_at) WHERE rem_run IS NULL;
+CREATE INDEX nodes_unjudged ON nodes (namespace, rid) WHERE judged = 0;
 
 -- Tags are first-class nodes of the tag graph (HAS_TAG is the node_tags relation).
 CREATE TABLE tags (

@@ -93,6 +93,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("0009_rem_holds", _migration_sql("0009_rem_holds")),  # no redo after a rollback
     ("0010_sentence_vectors", _migration_sql("0010_sentence_vectors")),  # a vector per sentence
     ("0011_namespace_everywhere", _migration_sql("0011_namespace_everywhere")),  # routing
+    ("0012_update_judged", _migration_sql("0012_update_judged")),  # update detection pending
 )
 _LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
 # tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.

@@ -381,6 +381,25 @@ def exact(conn: apsw.Connection, namespace: str, keys: npt.NDArray[np.int64], q:
     return best_per_rid(zip((int(r[0]) for r in rows), sims.tolist(), strict=True))
 
 
+def stored(conn: apsw.Connection, namespace: str, rids: Sequence[int]) -> dict[int, F32]:
+    """The stored vectors of ``rids`` (those that have one) as float32 unit rows."""
+    if not rids:
+        return {}
+    rows: list[tuple[Any, ...]]
+    if is_postgres(conn):
+        sql, params, _ = pg_read(namespace, np.asarray(list(rids), np.int64))
+        rows = cast(Any, conn).blobs(sql, params)
+    else:
+        marks = ",".join("?" * len(rids))
+        rows = list(conn.execute(
+            f"SELECT rid, vec FROM node_vec_bit WHERE namespace = ? AND rid IN ({marks})",
+            (namespace, *rids)))
+    if not rows:
+        return {}
+    mat = from_int8([r[1] for r in rows])
+    return {int(r[0]): mat[i] for i, r in enumerate(rows)}
+
+
 def pg_read(namespace: str, keys: npt.NDArray[np.int64], table: str = "node_vec_bit"
             ) -> tuple[str, tuple[Any, ...], bool]:
     """:func:`exact`'s read on PostgreSQL (binary rows: PgConnection.blobs): one statement

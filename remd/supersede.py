@@ -1,0 +1,222 @@
+"""Supersession: the one place that decides that a new memory updates an older one, writes
+the decision, and undoes it when the user says it was wrong.
+
+A memory is judged once (``nodes.judged``, migration 0012), when its vector is written
+(:func:`remd.backlog.embed_pending`, in the same transaction), or in its save's transaction
+when the engine has no embedder. Its candidates are the live memories nearest to it by vector
+(the namespace's in-process bit index, then the exact cosine of the best
+:data:`SCANNED`), the live memories sharing its specific tags, and the memories judged in the
+same batch; each pair is judged by :func:`remd.updates.judge`, the later one (valid time) as
+the newer whichever was saved first, so importing an old export never supersedes what is
+newer. Then:
+
+- ``UPDATE``: the older memory is superseded (status ``superseded``, ``valid_until``) and a
+  SUPERSEDES edge from the newer one records the confidence (``weight``) and the reason
+  (``context``): it leaves inject as a superseded fact does, and stays in history.
+- ``MAYBE``: both stay live; a CONTRADICTS edge records it. Inject ranks the newer one first
+  whenever the older one is a candidate, and a pack without ``fill`` leaves the older out.
+
+:func:`restore` undoes the decisions about a memory: it is live again, the edges are retired
+by ``user`` (``retired_by``), and a retired edge is a veto: the same pair is never decided
+again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from remd.errors import InvalidInput, NotFound
+from remd.logs import get_logger
+from remd.models import EdgeType
+from remd.store import rows_in
+from remd.updates import Verdict, VerdictKind, judge, read
+from remd.vectors import BitIndex, exact, unit
+
+log = get_logger("remd.supersede")
+
+F32 = npt.NDArray[np.float32]
+SCANNED = 32  # Hamming candidates whose exact cosine is read
+JUDGED = 8  # nearest live memories a new memory is judged against
+TAG_CAP = 256  # a tag on more memories than this is too common to propose candidates
+MAX_UPDATES = 2  # older memories one new memory may update
+USER = "user"  # edges.retired_by of a decision the user undid: never made again
+DECIDED = (EdgeType.SUPERSEDES.value, EdgeType.CONTRADICTS.value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fresh:
+    """A memory to judge: its row, and its unit vector when it has one."""
+
+    rid: int
+    id: str
+    content: str
+    created_at: float
+    vector: F32 | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    newer: str
+    older: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Other:
+    rid: int
+    id: str
+    content: str
+    created_at: float
+
+
+def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh], at: float, *,
+                  bits: BitIndex | None = None) -> list[Decision]:
+    """Judge ``fresh`` memories (this namespace's, in its write transaction) against the live
+    ones and each other; write the decisions; mark them judged. Returns the decisions."""
+    if not fresh:
+        return []
+    vetoed = _vetoes(conn, namespace, [f.id for f in fresh])
+    decisions: list[Decision] = []
+    superseded: set[str] = set()
+    for i, new in enumerate(fresh):
+        near = _candidates(conn, namespace, new, bits)
+        for other in fresh[:i]:  # the batch: not in the index yet
+            cos = float(other.vector @ new.vector) if (
+                other.vector is not None and new.vector is not None) else 0.0
+            near.append((_Other(rid=other.rid, id=other.id, content=other.content,
+                                created_at=other.created_at), cos))
+        near.sort(key=lambda pair: -pair[1])
+        found: list[Decision] = []
+        for rank, (other, cos) in enumerate(near):
+            if other.id in superseded or other.id == new.id:
+                continue
+            margin = cos - near[1][1] if rank == 0 and len(near) > 1 else 0.0
+            newer, older = ((new.id, new.content), (other.id, other.content))
+            if (other.created_at, other.rid) > (new.created_at, new.rid):
+                newer, older = older, newer
+            if (newer[0], older[0]) in vetoed:
+                continue
+            verdict = judge(read(older[1]), read(newer[1]), cos, nearest=rank == 0,
+                            margin=margin)
+            if verdict is not None:
+                found.append(Decision(newer=newer[0], older=older[0], verdict=verdict))
+        found.sort(key=lambda d: -d.verdict.confidence)
+        for d in found[:MAX_UPDATES]:
+            if d.older in superseded or d.newer in superseded:
+                continue
+            _write(conn, namespace, d, at)
+            if d.verdict.kind is VerdictKind.UPDATE:
+                superseded.add(d.older)
+            decisions.append(d)
+    conn.executemany("UPDATE nodes SET judged = 1 WHERE namespace = ? AND rid = ?",
+                     [(namespace, f.rid) for f in fresh])
+    for d in decisions:
+        log.info("update.decided", namespace=namespace, newer=d.newer, older=d.older,
+                 kind=d.verdict.kind.value, confidence=d.verdict.confidence)
+    return decisions
+
+
+def _candidates(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | None
+                ) -> list[tuple[_Other, float]]:
+    """The live memories nearest to ``new``: (memory, cosine) best first, at most JUDGED."""
+    keys: set[int] = set()
+    q = unit(new.vector) if new.vector is not None else None
+    if q is not None and bits is not None and len(bits):
+        keys.update(int(r) for r in bits.candidates(q, SCANNED))
+    keys.update(_tag_neighbours(conn, ns, new.rid))
+    keys.discard(new.rid)
+    if not keys:
+        return []
+    ranked: dict[int, float] = dict.fromkeys(keys, 0.0)
+    if q is not None:
+        ranked.update(exact(conn, ns, np.fromiter(keys, np.int64, len(keys)), q))
+    rows = {int(r[0]): r for r in rows_in(
+        conn, "SELECT rid, id, content, created_at FROM nodes WHERE namespace = ? "
+              "AND status = 'live' AND kind != 'synthesis' AND rid IN ({marks})",
+        sorted(keys), (ns,))}
+    best = sorted((rid for rid in ranked if rid in rows), key=lambda r: (-ranked[r], r))
+    return [(_Other(rid=r, id=str(rows[r][1]), content=str(rows[r][2]),
+                    created_at=float(rows[r][3])), ranked[r]) for r in best[:JUDGED]]
+
+
+def _tag_neighbours(conn: apsw.Connection, ns: str, rid: int) -> list[int]:
+    """Live memories sharing the most of ``rid``'s specific tags (each on at most TAG_CAP)."""
+    rows: Any = conn.execute(
+        "SELECT b.rid, count(*) AS shared FROM node_tags a "
+        "JOIN tags t ON t.namespace = a.namespace AND t.tid = a.tid AND t.df <= ? "
+        "JOIN node_tags b ON b.namespace = a.namespace AND b.tid = a.tid AND b.live = 1 "
+        "WHERE a.namespace = ? AND a.rid = ? AND b.rid != ? "
+        "GROUP BY b.rid ORDER BY shared DESC, b.rid DESC LIMIT ?",
+        (TAG_CAP, ns, rid, rid, JUDGED)).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def _vetoes(conn: apsw.Connection, ns: str, ids: Sequence[str]) -> set[tuple[str, str]]:
+    """(newer, older) pairs touching ``ids`` whose decision the user undid."""
+    marks = ",".join("?" * len(ids))
+    rows: Any = conn.execute(
+        f"SELECT src, dst FROM edges WHERE namespace = ? AND retired_by = ? "
+        f"AND (src IN ({marks}) OR dst IN ({marks}))", (ns, USER, *ids, *ids)).fetchall()
+    return {(str(src), str(dst)) for src, dst in rows}
+
+
+def _write(conn: apsw.Connection, ns: str, d: Decision, at: float) -> None:
+    verdict = d.verdict
+    if verdict.kind is VerdictKind.UPDATE:
+        conn.execute("UPDATE nodes SET status = 'superseded', valid_until = ? "
+                     "WHERE namespace = ? AND id = ? AND status = 'live'", (at, ns, d.older))
+        kind = EdgeType.SUPERSEDES
+    else:
+        kind = EdgeType.CONTRADICTS
+    conn.execute(
+        "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (ns, d.newer, d.older, kind.value, verdict.confidence,
+         f"{verdict.kind.value}: {verdict.reason}", at))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Restored:
+    """What :func:`restore` undid."""
+
+    id: str
+    status_before: str
+    edges_retired: int
+    by: tuple[str, ...]  # the memories whose decision was undone
+
+
+def restore(conn: apsw.Connection, ns: str, node_id: str) -> Restored:
+    """Undo the decisions that ``node_id`` was updated: it is live again, the SUPERSEDES and
+    CONTRADICTS edges into it are retired by the user, and the same pairs are never decided
+    again. Raises NotFound (no such memory), InvalidInput (nothing says it was updated, or it
+    was folded or forgotten)."""
+    row = conn.execute("SELECT status FROM nodes WHERE namespace = ? AND id = ?",
+                       (ns, node_id)).fetchone()
+    if row is None:
+        raise NotFound("memory", node_id, ns)
+    status = str(row[0])
+    if status not in ("live", "superseded"):
+        raise InvalidInput(f"memory {node_id} is {status}, not superseded: restore undoes an "
+                           "update decision (a REM fold is undone by rollback)")
+    edges = conn.execute(
+        "SELECT eid, src FROM edges WHERE namespace = ? AND dst = ? AND live = 1 "
+        f"AND type IN ({','.join('?' * len(DECIDED))})", (ns, node_id, *DECIDED)).fetchall()
+    if not edges and status == "live":
+        raise InvalidInput(f"memory {node_id} is live and nothing says it was updated")
+    conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? AND eid = ?",
+                     [(USER, ns, eid) for eid, _ in edges])
+    if status == "superseded":
+        conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
+                     "WHERE namespace = ? AND id = ?", (ns, node_id))
+    log.info("update.restored", namespace=ns, id=node_id, edges=len(edges))
+    return Restored(id=node_id, status_before=status, edges_retired=len(edges),
+                    by=tuple(str(src) for _, src in edges))
+
+
+Judge = Callable[[apsw.Connection, str, Sequence[Fresh], float], list[Decision]]
