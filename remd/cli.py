@@ -217,8 +217,11 @@ def get(c: Ctx, node_id: str, as_json: bool) -> None:
     """Show one memory."""
     with c.memory(embedder=None) as m:
         node = m.get(node_id)
-    if as_json:
-        _echo_json(node_to_dict(node))
+        links = m.links(node_id)
+    if as_json:  # the fields of export, and the typed edges touching it
+        _echo_json(node_to_dict(node) | {"links": [
+            {"src": e.src, "dst": e.dst, "type": e.type.value, "weight": e.weight,
+             "context": e.context} for e in links]})
         return
     d = node_to_dict(node)
     for key in ("id", "kind", "status", "created_at", "tags", "confidence", "importance",
@@ -226,7 +229,30 @@ def get(c: Ctx, node_id: str, as_json: bool) -> None:
         value = ", ".join(d[key]) if key == "tags" else d[key]
         if value not in (None, ""):
             click.echo(f"{key}: {value}")
+    for line in _link_lines(node_id, links):
+        click.echo(line)
     click.echo(node.content)
+
+
+_LINK_WORDS = {  # (this memory is the edge's source, its target)
+    "SUPERSEDES": ("updates", "updated by"),
+    "CONTRADICTS": ("probably updates", "probably updated by"),
+    "DERIVED_FROM": ("derived from", "folded into"),
+}
+
+
+def _link_lines(node_id: str, links: list[Any]) -> list[str]:
+    """What a memory updates, what updated it and what a synthesis came from."""
+    out = []
+    for e in links:
+        words = _LINK_WORDS.get(e.type.value)
+        if words is None:
+            continue
+        mine = e.src == node_id
+        other = e.dst if mine else e.src
+        why = f" ({e.weight:g}: {e.context})" if e.context else ""
+        out.append(f"{words[0] if mine else words[1]}: {other}{why}")
+    return out
 
 
 def _print_nodes(nodes: list[Any], as_json: bool) -> None:
@@ -253,9 +279,25 @@ def recent(c: Ctx, n: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def history(c: Ctx, node_id: str, as_json: bool) -> None:
-    """The SUPERSEDES chain through a memory, oldest first."""
+    """The SUPERSEDES chain through a memory, oldest first, and what a synthesis came from."""
     with c.memory(embedder=None) as m:
-        _print_nodes(m.history(node_id), as_json)
+        nodes = m.history(node_id)
+        links = {n.id: m.links(n.id) for n in nodes} if not as_json else {}
+    _print_nodes(nodes, as_json)
+    for n in nodes if not as_json else []:
+        for line in _link_lines(n.id, links[n.id]):
+            click.echo(f"  {n.id} {line}")
+
+
+@main.command()
+@click.argument("node_id")
+@pass_ctx
+def restore(c: Ctx, node_id: str) -> None:
+    """Undo a decision that a memory was updated: live again, never decided again."""
+    with c.memory(embedder=None) as m:
+        result = m.restore(node_id)
+    click.echo(f"restored {result.id} (was {result.status_before}; "
+               f"{result.edges_retired} decision(s) undone: {', '.join(result.by) or '-'})")
 
 
 @main.command()
@@ -341,18 +383,38 @@ class _RemBar:
             self.bar.__exit__(None, None, None)
 
 
+def _as_of(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    from remd.exchange import parse_time
+
+    try:
+        return parse_time(value, "--as-of", float("inf"))
+    except RemdError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
 @main.command("run-rem")
-@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Print what a run would do (the same checks, the synthesiser asked); "
+                   "change nothing.")
+@click.option("--as-of", "as_of", default=None, callback=_as_of, metavar="DATE",
+              help="With --dry-run: preview the run as of this date (ISO 8601, e.g. "
+                   "2026-12-31).")
 @click.option("--include-held", is_flag=True,
               help="Also flag the memories a rollback holds back (rem.hold_days).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def run_rem_cmd(c: Ctx, dry_run: bool, include_held: bool, as_json: bool) -> None:
+def run_rem_cmd(c: Ctx, dry_run: bool, as_of: float | None, include_held: bool,
+                as_json: bool) -> None:
     """Run one REM consolidation cycle on the namespace."""
+    if as_of is not None and not dry_run:
+        raise click.UsageError("--as-of previews a run: give it with --dry-run")
     bar = _RemBar()
     try:
         with c.memory() as m:
-            run = m.run_rem(dry_run=dry_run, include_held=include_held, progress=bar)
+            run = m.run_rem(dry_run=dry_run, include_held=include_held, progress=bar,
+                            **({"now": as_of} if as_of is not None else {}))
     finally:
         bar.close()
     if as_json:  # a plan field only for --dry-run; times as export writes them
@@ -365,11 +427,18 @@ def run_rem_cmd(c: Ctx, dry_run: bool, include_held: bool, as_json: bool) -> Non
                f"live {run.live_before} -> {run.live_after}"
                + (f" ({run.held} held since a rollback: --include-held to flag them)"
                   if run.held else ""))
+    if run.why_none:
+        click.echo(run.why_none)
     for cluster in run.plan:
         click.echo(f"cluster {cluster.cluster_no} ({len(cluster.members)} memories, "
-                   f"coherence {cluster.coherence:.2f})")
+                   f"coherence {cluster.coherence:.2f}): "
+                   + (f"would fold {cluster.folded}" if cluster.status == "committed"
+                      else f"would skip: {cluster.reason}"))
         for member in cluster.members:
             click.echo(f"  {member.id}  {member.preview}")
+    skipped = [o for o in run.outcomes if o["status"] == "skipped"] if not run.dry_run else []
+    for outcome in skipped:
+        click.echo(f"cluster {outcome['cluster_no']} skipped: {outcome['reason']}")
 
 
 @main.command()

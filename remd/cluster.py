@@ -46,6 +46,7 @@ Vectors = npt.NDArray[np.float32]
 _EDGE_EVIDENCE = 3.0  # a typed edge counts like a tag on 5% of the namespace (ln 20)
 _SUBJECT_SLACK = math.log(2)  # a principal name must be 2x rarer than what is shared to differ
 _BLOCK = 1024  # rows of the similarity matrix computed at once (n × 1024 float32 each)
+_TAG_LINK_COS = 0.4  # a shared specific tag links two memories at least this alike
 
 
 class UnionFind:
@@ -189,13 +190,15 @@ def build_clusters(
     config: RemConfig,
     edges: Sequence[tuple[int, int]] = (),
     names: Sequence[Collection[int]] = (),
+    apart: Sequence[tuple[int, int]] = (),
 ) -> ClusterResult:
     """Cluster n flagged items (row i of ``vectors``, ``tags[i]``, ``chars[i]``).
 
     ``vectors`` are unit-length rows; ``tag_df`` is each tag's number of live memories in the
     namespace, ``live_count`` the namespace's live memories; ``edges`` are index pairs of typed
-    edges between items. Every item ends in exactly one returned cluster or is a singleton.
-    Raises InvalidInput when the inputs' lengths disagree.
+    edges between items; ``apart``: pairs that must never share a cluster (a statement and
+    the newer one that probably updates it: remd.supersede). Every item ends in exactly one
+    returned cluster or is a singleton. Raises InvalidInput when the inputs' lengths disagree.
     """
     v = np.ascontiguousarray(vectors, np.float32)
     n = len(v)
@@ -243,6 +246,9 @@ def build_clusters(
         return shared >= min(pa, pb) - _SUBJECT_SLACK
 
     tag_links = _tag_pairs(v, tags, specific, config.k)
+    # A shared tag links two memories that are also alike: "face" of "face mask, tea, bed"
+    # and of "the tram was packed, face in someone's armpit" is not one subject.
+    tag_links = {(a, b) for a, b in tag_links if float(v[a] @ v[b]) >= _TAG_LINK_COS}
     evidence = {p for p in tag_links if same_subject(*p)} | edge_set
     si, sj, _ = _knn_pairs(v, config.k, config.theta)
     near = {(min(int(a), int(b)), max(int(a), int(b))) for a, b in zip(si, sj, strict=True)}
@@ -264,6 +270,12 @@ def build_clusters(
     # Kruskal order: evidence first, then similarity; strongest first; ties by index.
     order = np.lexsort((pairs[:, 1], pairs[:, 0], -strength, tier))
 
+    keep_apart: dict[int, set[int]] = {}
+    for a, b in apart:
+        if a != b and 0 <= a < n and 0 <= b < n:
+            keep_apart.setdefault(a, set()).add(b)
+            keep_apart.setdefault(b, set()).add(a)
+    stats["refused_apart"] = 0
     uf = UnionFind(n)
     sums = v.astype(np.float64)  # per root: sum of member vectors
     sq = np.einsum("ij,ij->i", sums, sums)  # per root: sum of squared norms
@@ -291,6 +303,9 @@ def build_clusters(
         # different subjects (else "Falcon hint" + "hint" + "Heron hint" would chain).
         if not all(same_subject(x, y) for x in members[ra] for y in members[rb]):
             stats["refused_subject"] += 1
+            continue
+        if keep_apart and any(keep_apart.get(x, set()) & set(members[rb]) for x in members[ra]):
+            stats["refused_apart"] += 1
             continue
         root = uf.union(ra, rb)
         members[root] = members.pop(ra if root == rb else rb) + members[root]

@@ -153,6 +153,9 @@ class InjectConfig(_Section):
     fact_weight: float = Field(1.0, ge=0, description=(
         "the live memory of the fact key a question asks for scores the best candidate's "
         "times 1 + w (0: off)"))
+    chatter_weight: float = Field(0.5, ge=0, le=1, description=(
+        "a memory's score is multiplied by (1 - w) + w * how specific its tags are "
+        "(remd.chatter): notes that say little rank below ones that say something (0: off)"))
     graph_cache_tags: int = Field(8192, ge=0, description=(
         "tags whose top edges and top memories a process keeps between injects (exact: "
         "evicted as writes change them); 0: off"))

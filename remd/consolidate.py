@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from remd import holds
 from remd.cluster import Cluster, specific_cap
+from remd.details import missing
 from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.ids import new_id
 from remd.lexical import index_text
@@ -109,6 +110,10 @@ class ClusterWriter:
         # Per committed cluster that a split folded in part: the members left out (held).
         self.left_out: dict[int, list[int]] = {}
 
+    def cluster(self, no: int) -> list[int]:
+        """The members (flagged positions) of cluster ``no``."""
+        return self._members[no]
+
     def job(self, no: int, cluster: Cluster) -> Job:
         """The synthesiser's input for a cluster: its fragments and causal edges among them."""
         members = list(cluster.members)
@@ -128,24 +133,49 @@ class ClusterWriter:
         target = target_tokens(self.engine.counter.count_many([f.content for f in frags]))
         return no, frags, [(s, d, t) for s, d, t in edges], target
 
-    def write(self, job: Job, answer: Answer) -> dict[str, Any]:
-        """Commit (or record as skipped) one cluster; returns its outcome fields."""
+    def check(self, job: Job, answer: Answer) -> tuple[list[int], str | None]:
+        """The members an answer would fold and, if it can't be committed, why (the same
+        checks for a run and its dry run). A member whose details (:mod:`remd.details`) the
+        synthesis does not all keep stays live; fewer than two folded members is a skip."""
         no, frags, _, _ = job
         members = self._members[no]
-        reason: str | None = None
         if isinstance(answer, LLMError | InvalidInput | NotDenser):
-            reason = f"{type(answer).__name__}: {answer}"
-        else:
-            if answer.replaces:  # a split: the synthesis stands for some members only
-                ids = set(answer.replaces)
-                members = [k for k in members if self.m.ids[k] in ids]
-                frags = [f for f in frags if f.id in ids]
-                if len(members) < 2 or len(members) != len(ids):
-                    reason = "the synthesis names members that are not the cluster's"
-            cov = coverage(answer, frags)
-            if reason is None and cov < self.engine.config.rem.min_coverage:
-                reason = (f"synthesis keeps {cov:.0%} of the members' names and numbers "
-                          f"(< {self.engine.config.rem.min_coverage:.0%})")
+            return members, f"{type(answer).__name__}: {answer}"
+        if answer.replaces:  # a split: the synthesis stands for some members only
+            ids = set(answer.replaces)
+            members = [k for k in members if self.m.ids[k] in ids]
+            frags = [f for f in frags if f.id in ids]
+            if len(members) < 2 or len(members) != len(ids):
+                return members, "the synthesis names members that are not the cluster's"
+        cov = coverage(answer, frags)
+        if cov < self.engine.config.rem.min_coverage:
+            return members, (f"synthesis keeps {cov:.0%} of the members' names and numbers "
+                             f"(< {self.engine.config.rem.min_coverage:.0%})")
+        lost = {k: missing(self.m.content[self.m.rids[k]], answer.synthesis) for k in members}
+        kept = [k for k in members if not lost[k]]
+        if len(kept) < 2:
+            words = sorted({w for k in members for w in lost[k]})
+            return members, ("the synthesis would lose details its members hold: "
+                             + ", ".join(words[:8]) + ("…" if len(words) > 8 else ""))
+        return kept, None
+
+    def preview(self, job: Job, answer: Answer) -> dict[str, Any]:
+        """What :meth:`write` would do, without writing (a dry run)."""
+        no = job[0]
+        members, reason = self.check(job, answer)
+        folded = set() if reason else set(members)
+        left = [k for k in self._members[no] if k not in folded]
+        if folded and left:
+            self.left_out[no] = left
+        return {"cluster_no": no, "status": ClusterStatus.SKIPPED if reason
+                else ClusterStatus.COMMITTED, "size": len(members), "synthesis_id": None,
+                "reason": reason, "synthesis": None if reason or not isinstance(
+                    answer, SynthesisAnswer) else answer.synthesis}
+
+    def write(self, job: Job, answer: Answer) -> dict[str, Any]:
+        """Commit (or record as skipped) one cluster; returns its outcome fields."""
+        no = job[0]
+        members, reason = self.check(job, answer)
         with self.engine.store.transaction() as conn:
             rows = conn.execute(
                 f"SELECT rid, id, status, importance, deprecated_by, confidence, created_at, "
@@ -178,14 +208,15 @@ class ClusterWriter:
                 if folded and left:
                     self.left_out[no] = left
             conn.execute(
-                "UPDATE rem_runs SET synthesised = synthesised + ?, skipped = skipped + ? "
-                "WHERE namespace = ? AND run_id = ?",
-                (0 if reason else 1, 1 if reason else 0, self.ns, self.run_id))
+                "UPDATE rem_runs SET synthesised = synthesised + ?, skipped = skipped + ?, "
+                "clusters = max(clusters, ?) WHERE namespace = ? AND run_id = ?",
+                (0 if reason else 1, 1 if reason else 0, no + 1, self.ns, self.run_id))
             self.heartbeat(conn)
         if reason:
             # Left alone because nothing denser keeps its facts: what REM is meant to do, not a
             # fault, and a run over distinct facts may leave thousands alone (debug; the run's
-            # `skipped` count says how many); a failed or unfaithful synthesis is one (warning).
+            # `skipped` count and its outcomes say why); a failed or unfaithful synthesis is one
+            # (warning).
             emit = log.debug if isinstance(answer, NotDenser) else log.warning
             emit("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
                  cluster=no, size=len(members), reason=reason)

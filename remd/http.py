@@ -414,6 +414,11 @@ class _Api:
         return JSONResponse([MemoryOut.model_validate(node_to_dict(n)).model_dump()
                              for n in nodes])
 
+    async def restore(self, request: Request) -> Response:
+        node_id = request.path_params["node_id"]
+        data = await self._call(self._query_ns(request), lambda m: asdict(m.restore(node_id)))
+        return JSONResponse(data)
+
     async def stats(self, request: Request) -> Response:
         data = await self._call(self._query_ns(request), lambda m: asdict(m.stats()))
         return JSONResponse(StatsOut.model_validate(data).model_dump())
@@ -466,6 +471,7 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
         Route("/v1/memories", e(api.save), methods=["POST"]),
         Route("/v1/memories/{node_id}", e(api.get), methods=["GET"]),
         Route("/v1/memories/{node_id}/history", e(api.history), methods=["GET"]),
+        Route("/v1/memories/{node_id}/restore", e(api.restore), methods=["POST"]),
         Route("/v1/inject", e(api.inject), methods=["POST"]),
         Route("/v1/feedback", e(api.feedback), methods=["POST"]),
         Route("/v1/stats", e(api.stats), methods=["GET"]),

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, cast
 import apsw
 import numpy as np
 
-from remd import changelog, cues, lexical, newest, nodemirror, packer, standins, vectors
+from remd import changelog, chatter, cues, lexical, newest, nodemirror, packer, standins, vectors
 from remd.caches import View
 from remd.config import InjectConfig
 from remd.dates import DAY, Period, query_period
@@ -93,6 +93,7 @@ class _Candidate:
     fact: float = 1.0  # the multiplier for being the live fact the question asks for
     speaker: float = 1.0  # the multiplier for being said by someone the query names
     outdated_by: int | None = None  # a newer live memory probably updates it (remd.newest)
+    info: float = 1.0  # how specific its tags are (remd.chatter)
 
 
 @dataclass
@@ -444,10 +445,11 @@ class _Injector:
         self._load(cands)
         self._score(cands)
         touched += self._context(conn, cands)
+        chatter.weigh(conn, self.nodes, self.cache, list(cands.values()), cfg.chatter_weight)
         cues.speaker_boost(conn, self.ns, query, cands, cfg.speaker_weight,
                            lambda rid: cands[rid].kind is NodeKind.SYNTHESIS)
         facts = self._facts(conn, query, cands)
-        newest.prefer_newest(conn, self.ns, cands)
+        newest.prefer_newest(conn, self.ns, cands, query)
         unrelated = None
         if scan is not None and not facts:
             unrelated = cues.unrelated(conn, self.ns, cfg.floor_similarity,
@@ -514,6 +516,7 @@ class _Injector:
                 ranked = self.rank(conn, query)
                 picked, stop = self.pack(conn, ranked, budget, fill)
                 contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
+                picked = packer.distinct(picked, contents)
         picked, used = packer.fit(picked, contents, budget, self.engine.counter, cfg.separator,
                                   self.engine.tokens_exact)
         # Each item's count was taken when it was saved (same encoding: Engine.tokens_exact).

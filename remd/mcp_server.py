@@ -43,7 +43,8 @@ from remd.tagging import extract_query_tags
 INSTRUCTIONS = """Long-term memory (remd). Save durable facts and observations with save_memory;
 before answering, call inject_memories with the user's request and a token budget, then
 report with memory_feedback whether the pack helped. memory_history shows how a fact changed;
-find_contradictions lists memories that disagree."""
+find_contradictions lists memories that disagree; restore_memory undoes a wrong "this was
+updated" decision."""
 
 MAX_CONTRADICTIONS = 200
 ERROR_PREFIX = "Error executing tool "  # what the SDK puts before a tool error's text
@@ -60,15 +61,7 @@ def find_contradictions(mem: Memory, topic: str | None = None, memory_id: str | 
     if isinstance(limit, bool) or not isinstance(limit, int) or not (
             1 <= limit <= MAX_CONTRADICTIONS):
         raise InvalidInput(f"limit must be an integer in 1..{MAX_CONTRADICTIONS}, not {limit!r}")
-    if memory_id is not None:
-        mem.get(memory_id)
-    rows = mem.store.query(
-        "SELECT e.src, e.dst, e.weight, e.context FROM edges e "
-        "JOIN nodes a ON a.id = e.src AND a.namespace = e.namespace AND a.status = 'live' "
-        "JOIN nodes b ON b.id = e.dst AND b.namespace = e.namespace AND b.status = 'live' "
-        "WHERE e.namespace = ? AND e.type = 'CONTRADICTS' AND e.live = 1 "
-        "AND (? IS NULL OR e.src = ? OR e.dst = ?) ORDER BY e.created_at DESC, e.eid DESC",
-        (mem.namespace, memory_id, memory_id, memory_id))
+    pairs = mem.contradictions(memory_id)
     tags: set[str] = set()
     words: set[str] = set()
     if topic is not None:
@@ -77,8 +70,7 @@ def find_contradictions(mem: Memory, topic: str | None = None, memory_id: str | 
         tags = {t for t, _ in extract_query_tags(topic)}
         words = {w for w in topic.lower().split() if len(w) > 2}
     out: list[dict[str, Any]] = []
-    for src, dst, weight, context in rows:
-        a, b = mem.get(src), mem.get(dst)
+    for a, b, weight, context in pairs:
         if topic is not None and not any(
                 tags.intersection(n.tags) or any(w in n.content.lower() for w in words)
                 for n in (a, b)):
@@ -174,6 +166,11 @@ def build_server(host: EngineHost, default_namespace: str = "default") -> MCPSer
         return call(namespace, lambda m: {
             "memories": [node_to_dict(n) for n in m.history(memory_id)]})
 
+    def restore_memory(memory_id: str, namespace: str | None = None) -> dict[str, Any]:
+        """Undo remd's decision that a memory was updated by a newer one (it was not): the
+        memory is live again and the same pair is never decided again."""
+        return call(namespace, lambda m: asdict(m.restore(memory_id)))
+
     def find_contradictions_tool(topic: str | None = None, memory_id: str | None = None,
                                  limit: int = 20,
                                  namespace: str | None = None) -> dict[str, Any]:
@@ -184,6 +181,7 @@ def build_server(host: EngineHost, default_namespace: str = "default") -> MCPSer
 
     return _Server([Tool.from_function(save_memory), Tool.from_function(inject_memories),
                     Tool.from_function(memory_feedback), Tool.from_function(memory_history),
+                    Tool.from_function(restore_memory),
                     Tool.from_function(find_contradictions_tool, name="find_contradictions")])
 
 

@@ -21,6 +21,7 @@ from remd import exchange as _exchange
 from remd import feedback as _feedback
 from remd import inject as _inject
 from remd import nodes as _nodes
+from remd import supersede as _supersede
 from remd import tagtools as _tagtools
 from remd import vectors as _vectors
 from remd.config import Config
@@ -31,7 +32,7 @@ from remd.exchange import ImportResult
 from remd.feedback import FeedbackResult
 from remd.ingest import Draft, check_namespace, check_source, check_tags, check_text, save_drafts
 from remd.logs import get_logger
-from remd.models import EdgeType, Node, Stats
+from remd.models import Edge, EdgeType, Node, Stats
 from remd.nodes import NODE_COLUMNS
 from remd.pack import Pack
 from remd.store import Store
@@ -291,6 +292,34 @@ class Memory:
             "SELECT src, dst, type, weight FROM edges WHERE namespace = ? AND live = 1 "
             "AND (src = ? OR dst = ?) ORDER BY eid", (self.namespace, node_id, node_id))
         return [(s, d, EdgeType(t), w) for s, d, t, w in rows]
+
+    def links(self, node_id: str) -> list[Edge]:
+        """Live typed edges touching a memory, with their weight and context: an update
+        decision's SUPERSEDES or CONTRADICTS edge carries its confidence and reason; a
+        synthesis's DERIVED_FROM edges name what it came from. Raises NotFound."""
+        self.get(node_id)
+        rows = self.store.query(
+            "SELECT src, dst, type, weight, context FROM edges WHERE namespace = ? AND live = 1 "
+            "AND (src = ? OR dst = ?) ORDER BY eid", (self.namespace, node_id, node_id))
+        return [Edge(src=s, dst=d, type=EdgeType(t), weight=w, context=c)
+                for s, d, t, w, c in rows]
+
+    def restore(self, node_id: str) -> _supersede.Restored:
+        """Undo update detection's decision that a memory was updated: it is live again,
+        the SUPERSEDES/CONTRADICTS edges into it are retired, and the same pairs are never
+        decided again (remd.supersede.restore). Raises NotFound, InvalidInput."""
+        with self.store.transaction() as conn:
+            return _supersede.restore(conn, self.namespace, node_id)
+
+    def contradictions(self, memory_id: str | None = None
+                       ) -> list[tuple[Node, Node, float, str | None]]:
+        """Live memories that disagree, newest first: (newer, older, confidence, reason).
+        Raises NotFound for an unknown ``memory_id``."""
+        if memory_id is not None:
+            self.get(memory_id)
+        with self.store.snapshot() as conn:
+            pairs = _supersede.contradictions(conn, self.namespace, memory_id)
+        return [(self.get(a), self.get(b), w, c) for a, b, w, c in pairs]
 
     def stats(self) -> Stats:
         """Counts for this namespace."""

@@ -26,6 +26,7 @@ cluster is left as it was.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -34,7 +35,9 @@ import numpy as np
 import numpy.typing as npt
 
 from remd import text as tx
+from remd.details import missing
 from remd.errors import NotDenser
+from remd.fuse import fuse
 from remd.tagging import is_verb_form
 
 Vectors = npt.NDArray[np.float32]
@@ -287,8 +290,9 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
     for m in sorted((m for m in g.members if m is not rep),
                     key=lambda m: (m.day, m.fragment, m.order)):
         parts = _residual(m, rep, seen)
-        if similarity(m, rep) >= _PARAPHRASE:  # the same thing said: its other words are wording
-            parts = [(kind, t) for kind, t in parts if kind != "word"]
+        if similarity(m, rep) >= _PARAPHRASE:  # the same thing said: its other words are
+            # wording, written as what it adds (a detail is never dropt: remd.details)
+            parts = [("anchor" if kind == "word" else kind, t) for kind, t in parts]
         days = [date.fromisoformat(t) for kind, t in parts if kind == "day"]
         rest = [t for kind, t in parts if kind != "day"]
         seen.update(t.casefold() for kind, t in parts if kind != "word")
@@ -298,11 +302,8 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
                 extras.append(" ".join(rest))
         elif days:
             with_days.setdefault(" ".join(rest), []).extend(days)
-        elif any(kind == "anchor" for kind, _ in parts):  # a new name or cause, in context
+        elif rest:  # a new name, cause or word, in context: every detail is kept
             extras.append(" ".join(rest))
-        # Other words alone, with no day, name or number of their own, are the same fact said
-        # otherwise ("Fenkorris runs out of the Accra data centre" beside "... is hosted in
-        # Accra"): left out rather than written as stray words.
     extras += [f"{what} {tx.format_days(days)}" for what, days in with_days.items()]
     body = rep.text.rstrip(".!?;, ")
     if plain_days and len(rep.days) == 1 and len(rep.spans) == 1:
@@ -340,7 +341,7 @@ def render(groups: Sequence[Group], first: date, last: date, keep_span: bool = T
 
 
 TARGET_LARGEST = 1.5  # a synthesis may be 1.5x its largest member...
-TARGET_SHARE = 0.35  # ...or 35% of its members together, whichever is larger
+TARGET_SHARE = 0.4  # ...or 40% of its members together, whichever is larger
 
 
 def target_tokens(member_tokens: Sequence[int]) -> int:
@@ -383,7 +384,8 @@ def merge(contents: Sequence[str], created_at: Sequence[float], *, count: Count,
     densest: int | None = None  # of the whole cluster, for the error
     while len(keep) >= 2:
         target = target_tokens([sizes[f] for f in keep])
-        text, size = _fit(everything, keep, contents, days, target, count)
+        text, size = _fit(everything, keep, contents, days, target, count,
+                          sum(sizes[f] for f in keep))
         densest = size if densest is None else densest
         if text is not None:
             return Merged(text, tuple(keep))
@@ -408,10 +410,12 @@ def _least_restated(groups: Sequence[list[Statement]], keep: Sequence[int],
 
 
 def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: Sequence[str],
-         days: Sequence[date], target: int, count: Count) -> tuple[str | None, int]:
+         days: Sequence[date], target: int, count: Count, total: int) -> tuple[str | None, int]:
     """The least lossy rendering of the kept fragments within ``target`` (or None), and the
     size of the densest one tried. Every statement of every kept fragment is written: what
-    can't be is left out whole, by the caller, and stays as it was."""
+    can't be is left out whole, by the caller, and stays as it was. Statements of one
+    subject that restate nothing of each other are fused (:mod:`remd.fuse`) when that is
+    within :data:`FUSE_SHARE` of the fragments' ``total`` tokens."""
     kept = set(keep)
     groups = []
     for g in everything:
@@ -420,17 +424,79 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
             groups.append(Group(members, _typical(members)))
     groups.sort(key=lambda g: min((m.fragment, m.order) for m in g.members))
     wanted = anchors_of([contents[f] for f in keep])
+    members = [contents[f] for f in keep]
     first, last = days[keep[0]], days[keep[-1]]
     densest: int | None = None
-    # As is, else without the span of save days (each statement keeps the dates it writes).
-    for keep_span in (True, False):
-        text = render(groups, first, last, keep_span)
-        size = count(text)
+    # One fact said again and again is merged; different facts are fused only when they are
+    # about one subject (below), never written side by side: a synthesis of unrelated notes
+    # ("face mask, tea, bed" + "rooibos every night") is about nothing.
+    if len(groups) == 1:
+        # As is, else without the span of save days (each statement keeps the dates it writes).
+        for keep_span in (True, False):
+            text = render(groups, first, last, keep_span)
+            size = count(text)
+            densest = size if densest is None else min(densest, size)
+            if size <= target and wanted.kept_by(text) >= MIN_COVERAGE and _keeps(members,
+                                                                                   text):
+                return text, size
+    fused = _fused(groups)
+    if fused is not None:
+        size = count(fused)
         densest = size if densest is None else min(densest, size)
-        if size <= target and wanted.kept_by(text) >= MIN_COVERAGE:
-            return text, size
-    assert densest is not None
-    return None, densest
+        if size <= min(FUSE_MAX, max(target, math.floor(FUSE_SHARE * total))) and (
+                wanted.kept_by(fused) >= MIN_COVERAGE) and _keeps(members, fused):
+            return fused, size
+    return None, total if densest is None else densest
+
+
+def _keeps(members: Sequence[str], text: str) -> bool:
+    """Does ``text`` keep every detail of every member (:mod:`remd.details`)?"""
+    return not any(missing(m, text) for m in members)
+
+
+FUSE_SHARE = 0.95  # a fusion must save at least a twentieth of its fragments' tokens
+# ...and stay short enough for a small pack to hold it beside other things (a larger cluster
+# is split: the merge leaves fragments out until it fits).
+FUSE_MAX = 64
+FUSE_COHERENCE = 0.45  # mean cosine of the fused fragments: alike enough to be one subject
+_RELATIVE = re.compile(r"\b(?:today|tonight|tomorrow|yesterday|this (?:morning|afternoon|evening"
+                       r"|week|weekend|month)|last (?:night|week|weekend|month)|next (?:week"
+                       r"|weekend|month)|just now|earlier)\b", re.IGNORECASE)
+
+
+def _fused(groups: Sequence[Group]) -> str | None:
+    """One statement for the kept fragments when they are about one subject
+    (:func:`remd.fuse.fuse`, a fragment's statements kept together); not for chat turns (a
+    speaker or a stamp). A statement that says "today" or "this month" gets its save day
+    written before it, so the day is not lost."""
+    if len(groups) < 2 or any(g.rep.speaker or g.rep.stamp for g in groups):
+        return None
+    if _coherence(groups) < FUSE_COHERENCE:
+        return None  # a name they share ("Joost ...") is not yet one subject
+    parts: dict[int, list[str]] = {}
+    for g in groups:
+        text = _write_group(g)
+        if _RELATIVE.search(text):
+            text = f"({tx.format_days([g.rep.day])}) {text}"
+        parts.setdefault(g.rep.fragment, []).append(text)
+    return fuse([" ".join(texts) for _, texts in sorted(parts.items())])
+
+
+def _coherence(groups: Sequence[Group]) -> float:
+    """Mean pairwise cosine of the fragments (each the mean of its statements' vectors);
+    1.0 without vectors."""
+    by_fragment: dict[int, list[Vectors]] = {}
+    for g in groups:
+        for m in g.members:
+            if m.vector is not None:
+                by_fragment.setdefault(m.fragment, []).append(m.vector)
+    if len(by_fragment) < 2:
+        return 1.0
+    rows = np.array([np.mean(v, axis=0) for v in by_fragment.values()], np.float64)
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    n = len(rows)
+    sims = rows @ rows.T
+    return float((sims.sum() - n) / (n * (n - 1)))
 
 
 def _attach_vectors(stmts: list[Statement], contents: Sequence[str],

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import apsw
 
+from remd import text as tx
 from remd.updates import judge, read
 from remd.vectors import stored
 
@@ -41,15 +42,15 @@ class Dated(Protocol):
     outdated_by: int | None
 
 
-def prefer_newest(conn: apsw.Connection, namespace: str, cands: MutableMapping[int, Any]
-                  ) -> int:
+def prefer_newest(conn: apsw.Connection, namespace: str, cands: MutableMapping[int, Any],
+                  query: str = "") -> int:
     """Rank each candidate that a newer candidate probably updates right after it (see the
     module docstring); returns how many were marked outdated."""
     if not cands:
         return 0
     best = heapq.nlargest(CHECKED, cands.values(), key=lambda c: (c.base, -c.rid))
     pairs = _contradicted(conn, namespace, cands, [c.rid for c in best])
-    pairs += _asked(conn, namespace, cands, best[:ASKED])
+    pairs += _asked(conn, namespace, cands, best[:ASKED], query)
     marked = 0
     for old, new in sorted(pairs, key=lambda p: -cands[p[0]].base):
         older, newer = cands[old], cands[new]
@@ -81,7 +82,7 @@ def _contradicted(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any
 
 
 def _asked(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
-           best: list[Any]) -> list[tuple[int, int]]:
+           best: list[Any], query: str) -> list[tuple[int, int]]:
     if len(best) < 2:
         return []
     top = best[0].base
@@ -97,11 +98,14 @@ def _asked(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
     if sum(1 for r in readings.values() if not r.chat) < 2:
         return []  # a transcript's turns: none is ever stale
     vecs = stored(conn, ns, rids)
+    named = {n.casefold() for n in tx.names(query)}  # "the Stripe test key": about Stripe
     out = []
     for a in near:
         for b in near:
             if a.created_at >= b.created_at or a.rid not in readings or b.rid not in readings:
                 continue
+            if named and (named & readings[a.rid].names) != (named & readings[b.rid].names):
+                continue  # one of them is about what the question names, the other not
             cos = float(vecs[a.rid] @ vecs[b.rid]) if a.rid in vecs and b.rid in vecs else 0.0
             if judge(readings[a.rid], readings[b.rid], cos, asked=True) is not None:
                 out.append((a.rid, b.rid))

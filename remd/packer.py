@@ -83,8 +83,15 @@ def greedy(cands: Sequence[S], tags_of: Callable[[list[int]], dict[int, frozense
     out: Picked[S] = []
     used = 0
     stamp = 0  # chosen-count when an entry's score was last refreshed
+    # The same note saved on five days ("Worked from home today, mostly emails.") is one
+    # item of a pack, not five: an item with the token count and the tags of one chosen
+    # already is taken for a copy (the texts are read after packing; remd.inject drops an
+    # exact copy that gets past this).
+    seen: set[tuple[int, frozenset[int]]] = set()
     while heap:
         neg, rid, at, c = heapq.heappop(heap)
+        if tags[rid] and (c.tokens, tags[rid]) in seen:
+            continue
         cost = c.tokens + (sep_tokens if out else 0)
         if used + cost > budget:
             left_out = True
@@ -99,6 +106,7 @@ def greedy(cands: Sequence[S], tags_of: Callable[[list[int]], dict[int, frozense
         out.append((c, score, c.base - score))
         used += cost
         chosen_tags |= tags[rid]
+        seen.add((c.tokens, tags[rid]))
         stamp += 1
     return out, left_out
 
@@ -142,6 +150,20 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
             break
     kept = [p for p in picked if p[0].base / p[0].speaker >= floor]
     return kept, (stop if len(kept) < len(picked) else None)
+
+
+def distinct(picked: Picked[S], contents: dict[int, str]) -> Picked[S]:
+    """The picked items without exact copies of an earlier one's text (case and spacing
+    aside)."""
+    seen: set[str] = set()
+    out: Picked[S] = []
+    for p in picked:
+        key = " ".join(contents.get(p[0].rid, "").casefold().split())
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(p)
+    return out
 
 
 def fit(picked: Picked[S], contents: dict[int, str], budget: int, counter: TokenCounter,

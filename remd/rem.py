@@ -57,7 +57,7 @@ from remd.lexical import unindex_text
 from remd.logs import get_logger
 from remd.merge import Embed
 from remd.models import TriggerReason
-from remd.remplan import plan_run
+from remd.remplan import Plan, plan_run
 from remd.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
 
 if TYPE_CHECKING:
@@ -86,9 +86,17 @@ class MemberPreview:
 
 @dataclass(frozen=True, kw_only=True)
 class PlannedCluster:
+    """A cluster of a dry run: its members and what the run would do with it, by the same
+    checks (``status`` committed or skipped, ``reason`` when skipped, the ``synthesis`` text
+    it would write and how many members it would fold)."""
+
     cluster_no: int
     coherence: float
     members: tuple[MemberPreview, ...]
+    status: str = ""
+    reason: str | None = None
+    synthesis: str | None = None
+    folded: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +135,19 @@ class RemRun:
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     plan: tuple[PlannedCluster, ...] = ()
+    # Why live memories were not flagged: too young, important enough, facts, held, ...
+    unflagged: dict[str, int] = field(default_factory=dict)
+    # What became of each cluster: cluster_no, status, size, synthesis_id, reason
+    outcomes: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def why_none(self) -> str:
+        """A sentence saying why nothing was flagged ("" when something was)."""
+        if self.flagged:
+            return ""
+        parts = [f"{n} {_WHY[k]}" for k, n in self.unflagged.items() if n and k in _WHY]
+        return ("nothing flagged: " + "; ".join(parts)) if parts else (
+            "nothing flagged: the namespace has no live memory")
 
     @property
     def dry_run(self) -> bool:
@@ -138,6 +159,8 @@ class RemRun:
         out["dry_run"] = self.dry_run
         if not self.dry_run:
             del out["plan"]
+        if not self.flagged:
+            out["why"] = self.why_none
         return out
 
 
@@ -149,6 +172,16 @@ class RollbackResult:
     edges_removed: int
     edges_restored: int
     held: int = 0  # members held back from later runs (rem.hold_days)
+
+
+_WHY = {
+    "young": "younger than rem.min_age_days",
+    "important": "important enough (importance >= rem.tau, confidence not low)",
+    "facts": "fact memories (rem.consolidate_facts is off)",
+    "held": "held back by a rollback (run-rem --include-held)",
+    "fresh": "syntheses of a recent run",
+    "unembedded": "without a vector yet",
+}
 
 
 def _preview(text: str) -> str:
@@ -308,25 +341,7 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
            progress: Callable[[ClusterOutcome], None] | None) -> RemRun:
     started = time.perf_counter()
     if dry_run:
-        plan = plan_run(engine, ns, at, write=False, include_held=include_held)
-        ids, imp = plan.scores.ids, plan.scores.scores.importance
-        planned = tuple(
-            PlannedCluster(cluster_no=no, coherence=c.coherence, members=tuple(
-                MemberPreview(id=ids[plan.flagged[m]],
-                              preview=_preview(plan.content[int(plan.scores.rids[
-                                  plan.flagged[m]])]),
-                              importance=round(float(imp[plan.flagged[m]]), 6))
-                for m in c.members))
-            for no, c in enumerate(plan.clusters))
-        sizes = sum(len(c.members) for c in plan.clusters)
-        return RemRun(
-            run_id=None, namespace=ns, status=RunStatus.DRY_RUN, trigger=reason,
-            flagged=len(plan.flagged), held=plan.held, clusters=len(plan.clusters),
-            synthesised=0, skipped=0, live_before=plan.live_before,
-            live_after=plan.live_before - sizes + len(planned),
-            synthesiser=synth.name, model=synth.model, prompt_version=synth.prompt_version,
-            started_at=at, timings={k: round(v, 4) for k, v in plan.timings.items()},
-            plan=planned)
+        return _dry_run(engine, ns, at, reason, synth, include_held=include_held, stop=stop)
 
     # The lease comes first, so two processes never refresh and plan the same namespace.
     run_id = new_id("rem_")
@@ -338,19 +353,13 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
         timings.update(plan.timings)
         with engine.store.transaction() as conn:
             conn.execute("UPDATE rem_runs SET flagged = ?, held = ?, clusters = ?, "
-                         "live_before = ? WHERE namespace = ? AND run_id = ?",
+                         "live_before = ?, unflagged = ? WHERE namespace = ? AND run_id = ?",
                          (len(plan.flagged), plan.held, len(plan.clusters), plan.live_before,
-                          ns, run_id))
+                          json.dumps(plan.unflagged), ns, run_id))
         log.info("rem.planned", namespace=ns, run_id=run_id,
                  flagged=len(plan.flagged), held=plan.held, clusters=len(plan.clusters),
                  unembedded=plan.unembedded)
-        members = Members(
-            rids=[int(plan.scores.rids[i]) for i in plan.flagged],
-            ids=[plan.scores.ids[i] for i in plan.flagged],
-            importance=plan.scores.scores.importance[plan.flagged],
-            created_at=plan.scores.created_at[plan.flagged],
-            content=plan.content, vectors=plan.vectors, live_before=plan.live_before)
-        writer = ClusterWriter(engine, ns, run_id, at, members, lambda conn: _write_lease(
+        writer = ClusterWriter(engine, ns, run_id, at, _members(plan), lambda conn: _write_lease(
             conn, ns, run_id, engine.clock()))
         jobs = [writer.job(no, c) for no, c in enumerate(plan.clusters)]
         if progress:
@@ -388,6 +397,64 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
     return _finish(engine, ns, run_id, status, at, started, timings, error)
 
 
+def _members(plan: Plan) -> Members:
+    return Members(
+        rids=[int(plan.scores.rids[i]) for i in plan.flagged],
+        ids=[plan.scores.ids[i] for i in plan.flagged],
+        importance=plan.scores.scores.importance[plan.flagged],
+        created_at=plan.scores.created_at[plan.flagged],
+        content=plan.content, vectors=plan.vectors, live_before=plan.live_before)
+
+
+def _dry_run(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, *,
+             include_held: bool, stop: Callable[[], bool]) -> RemRun:
+    """The plan of a run and what the run would do with each cluster: the synthesiser is
+    asked (an LLM one too) and the run's checks applied (ClusterWriter.check), nothing is
+    written, so a dry run and the run after it agree."""
+    started = time.perf_counter()
+    plan = plan_run(engine, ns, at, write=False, include_held=include_held)
+    ids, imp = plan.scores.ids, plan.scores.scores.importance
+    checker = ClusterWriter(engine, ns, "dry-run", at, _members(plan), lambda conn: None)
+    jobs = [checker.job(no, c) for no, c in enumerate(plan.clusters)]
+    workers = engine.config.llm.concurrency if isinstance(synth, LLMSynthesiser) else 1
+    planned: list[PlannedCluster] = []
+
+    def record(job: Job, answer: Answer, coherence: float) -> None:
+        out = checker.preview(job, answer)
+        planned.append(PlannedCluster(
+            cluster_no=job[0], coherence=coherence, members=tuple(
+                MemberPreview(id=ids[plan.flagged[m]],
+                              preview=_preview(plan.content[int(plan.scores.rids[
+                                  plan.flagged[m]])]),
+                              importance=round(float(imp[plan.flagged[m]]), 6))
+                for m in checker.cluster(job[0])),
+            status=out["status"].value, reason=out["reason"], synthesis=out["synthesis"],
+            folded=0 if out["reason"] else out["size"]))
+
+    next_no = len(jobs)
+    for job, answer in _answers(synth, jobs, workers, stop):
+        record(job, answer, plan.clusters[job[0]].coherence)
+        while len(left := checker.left_out.pop(job[0], [])) >= 2 and not stop():
+            job = checker.job(next_no, Cluster(members=tuple(left), coherence=0.0))
+            next_no += 1
+            record(job, _synthesise(synth, job), 0.0)
+    planned.sort(key=lambda p: p.cluster_no)
+    done = [p for p in planned if p.status == ClusterStatus.COMMITTED.value]
+    elapsed = time.perf_counter() - started
+    return RemRun(
+        run_id=None, namespace=ns, status=RunStatus.DRY_RUN, trigger=reason,
+        flagged=len(plan.flagged), held=plan.held, clusters=len(planned),
+        synthesised=len(done), skipped=len(planned) - len(done), live_before=plan.live_before,
+        live_after=plan.live_before - sum(p.folded for p in done) + len(done),
+        synthesiser=synth.name, model=synth.model, prompt_version=synth.prompt_version,
+        started_at=at, timings={**{k: round(v, 4) for k, v in plan.timings.items()},
+                                "total": round(elapsed, 4)},
+        plan=tuple(planned), unflagged=plan.unflagged,
+        outcomes=tuple({"cluster_no": p.cluster_no, "status": p.status, "size": p.folded
+                        or len(p.members), "synthesis_id": None, "reason": p.reason}
+                       for p in planned))
+
+
 def _finish(engine: Engine, ns: str, run_id: str, status: RunStatus, at: float,
             started: float, phases: dict[str, float], error: str | None) -> RemRun:
     elapsed = time.perf_counter() - started
@@ -395,11 +462,14 @@ def _finish(engine: Engine, ns: str, run_id: str, status: RunStatus, at: float,
     with engine.store.transaction() as conn:
         live = conn.execute("SELECT count(*) FROM nodes WHERE namespace = ? AND status = 'live'",
                             (ns,)).fetchone()
+        # Every cluster asked about (a split's remainder too) is committed or skipped, so the
+        # counts add up: clusters = synthesised + skipped (of those not reached: none).
         conn.execute(
             "UPDATE rem_runs SET status = ?, finished_at = ?, live_after = ?, timings = ?, "
-            "error = ? WHERE namespace = ? AND run_id = ?",
+            "error = ?, clusters = (SELECT count(*) FROM rem_clusters c WHERE c.namespace = ? "
+            "AND c.run_id = ?) WHERE namespace = ? AND run_id = ?",
             (status.value, at + elapsed, int(live[0]) if live else 0, json.dumps(timings),
-             error, ns, run_id))
+             error, ns, run_id, ns, run_id))
         holds.prune(conn, ns)  # the holds of memories this run folded end with it
         lease = _read_lease(conn, ns)
         if lease and lease.get("run_id") == run_id:
@@ -419,15 +489,22 @@ def get_run(engine: Engine, ns: str, run_id: str) -> RemRun:
     row = engine.store.one(
         "SELECT run_id, namespace, status, trigger, flagged, clusters, synthesised, skipped, "
         "live_before, live_after, synthesiser, model, prompt_version, started_at, "
-        "finished_at, timings, error, held FROM rem_runs WHERE run_id = ? AND namespace = ?",
-        (run_id, ns))
+        "finished_at, timings, error, held, unflagged FROM rem_runs "
+        "WHERE run_id = ? AND namespace = ?", (run_id, ns))
     if row is None:
         raise NotFound("REM run", run_id, ns)
+    outcomes = tuple(
+        {"cluster_no": int(no), "status": str(status), "size": len(json.loads(members)),
+         "synthesis_id": sid, "reason": why}
+        for no, status, members, sid, why in engine.store.query(
+            "SELECT cluster_no, status, members, synthesis_id, reason FROM rem_clusters "
+            "WHERE namespace = ? AND run_id = ? ORDER BY cluster_no", (ns, run_id)))
     return RemRun(run_id=row[0], namespace=row[1], status=RunStatus(row[2]), trigger=row[3],
                   flagged=row[4], clusters=row[5], synthesised=row[6], skipped=row[7],
                   live_before=row[8], live_after=row[9], synthesiser=row[10], model=row[11],
                   prompt_version=row[12], started_at=row[13], finished_at=row[14],
-                  timings=json.loads(row[15] or "{}"), error=row[16], held=row[17])
+                  timings=json.loads(row[15] or "{}"), error=row[16], held=row[17],
+                  unflagged=json.loads(row[18] or "{}"), outcomes=outcomes)
 
 
 # -- rollback -------------------------------------------------------------------------------------

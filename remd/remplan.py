@@ -44,6 +44,7 @@ class Plan:
     unembedded: int
     timings: dict[str, float]
     vectors: np.ndarray  # one unit row per flagged memory
+    unflagged: dict[str, int]  # live memories not flagged, by reason (RemRun.why_none)
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -84,11 +85,14 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
         "SELECT n.rid FROM rem_runs r JOIN nodes n "
         "ON n.namespace = r.namespace AND n.rem_run = r.run_id "
         "WHERE r.namespace = ? AND r.started_at > ? AND n.status = 'live'", (ns, since))]
-    if fresh:
-        old &= ~np.isin(scores.rids, fresh)
+    recent = np.isin(scores.rids, fresh) if fresh else np.zeros(len(scores), bool)
+    old &= ~recent
     kinds = np.asarray(scores.kinds, dtype=object)
     allowed = np.ones(len(scores), bool) if cfg.rem.consolidate_facts else kinds != "fact"
     candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]
+    unflagged = {"young": int((~old & ~recent).sum()), "fresh": int(recent.sum()),
+                 "facts": int((old & ~allowed).sum()), "important": int((old & allowed
+                                                                           & ~weak).sum())}
     held = 0
     if not include_held:
         kept = holds.held_rids(engine, ns, now)
@@ -131,9 +135,15 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
         "SELECT tid, count(*) FROM node_tags WHERE namespace = ? AND live = 1 GROUP BY tid",
         (ns,)))
     by_id = {scores.ids[i]: k for k, i in enumerate(flagged)}
-    edges = [(by_id[a], by_id[b]) for a, b in engine.store.query(
-        "SELECT src, dst FROM edges WHERE namespace = ? AND live = 1", (ns,))
-        if a in by_id and b in by_id]
+    edges: list[tuple[int, int]] = []
+    apart: list[tuple[int, int]] = []
+    for a, b, kind in engine.store.query(
+            "SELECT src, dst, type FROM edges WHERE namespace = ? AND live = 1", (ns,)):
+        if a in by_id and b in by_id:
+            # A statement and the newer one that probably updates it are never one synthesis
+            # (its current value would read as one of two); other links are evidence.
+            (apart if kind in ("CONTRADICTS", "SUPERSEDES") else edges).append(
+                (by_id[a], by_id[b]))
     timings["flag"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -141,11 +151,12 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
               else np.zeros((0, 384), np.float32))
     result = build_clusters(matrix, tags, [len(content[r]) for r in flagged_rids],
                             tag_df=tag_df, live_count=len(scores), config=cfg.rem, edges=edges,
-                            names=names)
+                            names=names, apart=apart)
     timings["cluster"] = time.perf_counter() - t0
+    unflagged |= {"held": held, "unembedded": len(candidates) - len(flagged)}
     return Plan(scores=scores, flagged=flagged, held=held, clusters=list(result.clusters),
                  content=content, live_before=len(scores), unembedded=len(candidates) -
-                 len(flagged), timings=timings, vectors=matrix)
+                 len(flagged), timings=timings, vectors=matrix, unflagged=unflagged)
 
 
 def _content(engine: Engine, ns: str, rids: Sequence[int]) -> Iterator[tuple[int, str]]:

@@ -246,7 +246,8 @@ CREATE TABLE rem_runs (
     timings        TEXT NOT NULL DEFAULT '{}',   -- JSON: seconds per phase
     trigger        TEXT,
     error          TEXT,
-    held           INTEGER NOT NULL DEFAULT 0    -- memories left out for a hold (0009)
+    held           INTEGER NOT NULL DEFAULT 0,   -- memories left out for a hold (0009)
+    unflagged      TEXT          -- JSON: why live memories were not flagged (0012)
 );
 CREATE INDEX rem_runs_ns_started ON rem_runs (namespace, started_at);
 

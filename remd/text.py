@@ -195,7 +195,7 @@ def name_runs(text: str) -> list[tuple[str, bool]]:
         start = end = -1
         for m in _NAME_WORD.finditer(sentence):
             word = m.group(0)
-            capital = word[0].isupper() and word != "I"
+            capital = word[0].isupper() and word != "I" and not word.startswith(("I'", "I’"))
             capital = capital and not (m.start() == 0 and word.lower() in NOT_NAMES)
             capital = capital and not any(a <= m.start() < b for a, b in taken)
             if capital and run and sentence[end:m.start()] == " ":

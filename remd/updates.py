@@ -185,7 +185,8 @@ _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sun
 # Words whose number names a thing rather than measuring one.
 _LABELS = tx.word_set(
     "note notes item entry part no number id ticket issue bug case order invoice room flight "
-    "bus tram line page table seat gate platform step pr commit build release run batch")
+    "bus tram line page table seat gate platform step pr commit build release run batch "
+    "project team unit group phase stage sprint")
 _MONTH = re.compile(r"\b(?:" + "|".join(tx.MONTHS) + r")\b")
 _TITLES = tx.word_set("dr dr. mr mr. mrs mrs. ms ms. prof")
 # A word mixing letters and digits: a password, a key, a region, a version ("sunflower88",
@@ -368,7 +369,7 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
     ``nearest``: the older one is the newer one's nearest memory; ``margin``: by how much
     (cosine) it is nearer than the next one; ``asked``: both are among the best answers to
     one question."""
-    if _blocked(old, new):
+    if _blocked(old, new, asked):
         return None
     shared = old.words & new.words
     slot = _slot(old, new, shared, asked)
@@ -383,8 +384,8 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         reasons.append(f"another value in the same place ({slot})")
     if negation:
         reasons.append("says the opposite")
-    if not reasons:
-        return None  # nothing says anything changed
+    if not reasons or (asked and not slot):
+        return None  # nothing says anything changed (asked: no value in the same place)
     if not slot and not ended and _restates(old, new):
         return None  # the same values said again ("moved to Berlin" / "relocated to Berlin")
     if new.one_off and new.cue < 1.0 and not slot and not ended:
@@ -417,7 +418,9 @@ def judge(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         return None
     p = probability(ev.features)
     reason = "; ".join(ev.reasons)
-    if p >= UPDATE_AT and not asked:
+    if asked:  # the question says they are about one thing; another value in its place
+        return Verdict(VerdictKind.MAYBE, round(max(p, MAYBE_AT), 3), reason)
+    if p >= UPDATE_AT:
         return Verdict(VerdictKind.UPDATE, round(p, 3), reason)
     if p >= MAYBE_AT:
         return Verdict(VerdictKind.MAYBE, round(p, 3), reason)
@@ -469,11 +472,13 @@ def _overlap(a: frozenset[str], b: frozenset[str] | set[str]) -> frozenset[str]:
         len(x) > len(w) and x.endswith(w) for x in b)))
 
 
-def _blocked(old: Reading, new: Reading) -> bool:
-    """Pairs that are never an update, whatever else they share."""
+def _blocked(old: Reading, new: Reading, asked: bool = False) -> bool:
+    """Pairs that are never an update, whatever else they share. A happening stays true, so
+    it is never superseded; but asked about, an older happening that names another value
+    ("dentist with Dr. Verhoeven" beside "Dr. Amrani says ...") is not the answer now."""
     if old.text.casefold() == new.text.casefold() or old.chat or new.chat:
         return True  # a restatement; turns of a transcript are what was said then
-    if new.hypothetical or old.one_off:
+    if new.hypothetical or (old.one_off and not asked):
         return True  # a wish or a question changes nothing; a happening stays true
     kinds = {_kind(old.person), _kind(new.person)}
     if old.person != new.person and len(kinds) == 1 and kinds <= {"relation", "name"} and (
@@ -499,7 +504,13 @@ def _slot(old: Reading, new: Reading, shared: frozenset[str], asked: bool = Fals
     When both answer one question (``asked``), the question is the shared place: another
     date, time, code or name is enough."""
     shared = shared or (frozenset(("(the question)",)) if asked else frozenset())
-    for n_old, before_old, after_old in old.numbers:
+    old_labels = {(b, n) for n, b, _ in old.numbers if b in _LABELS}
+    new_labels = {(b, n) for n, b, _ in new.numbers if b in _LABELS}
+    if {b for b, _ in old_labels} & {b for b, _ in new_labels} and not old_labels & new_labels:
+        return ""  # "Project 3 ..." / "Project 5 ...": two things, whatever else differs
+    old_n, new_n = {n for n, _, _ in old.numbers}, {n for n, _, _ in new.numbers}
+    labelled = len(old_n) >= 2 and len(new_n) >= 2 and not old_n & new_n
+    for n_old, before_old, after_old in [] if labelled else old.numbers:  # all differ: two things
         for n_new, before_new, after_new in new.numbers:
             if n_old == n_new:
                 continue
@@ -512,9 +523,12 @@ def _slot(old: Reading, new: Reading, shared: frozenset[str], asked: bool = Fals
         a, b = getattr(old, kind), getattr(new, kind)
         if a and b and not (a & b) and shared:
             return f"{kind[:-1]} {'/'.join(sorted(a))} -> {'/'.join(sorted(b))}"
+    # Another name needs the same words around it, the question or not: "a rebuilt V8 from
+    # Troy" / "Wimbledon White for the paint" are two details of one Mustang.
+    words = old.words & new.words
     old_words = {w for n in old.names for w in n.split()}
     new_words = {w for n in new.names for w in n.split()}
     gone, came = old_words - new_words, new_words - old_words
-    if gone and came and shared and (old_words & new_words or len(shared) >= 2):
+    if gone and came and words and (old_words & new_words or len(words) >= 2):
         return f"name {'/'.join(sorted(gone))} -> {'/'.join(sorted(came))}"
     return ""

@@ -215,13 +215,20 @@ def test_dry_run_prints_the_plan_and_changes_nothing(old_memory: Memory) -> None
     assert dump(old_memory) == before
     assert plan.dry_run and plan.run_id is None and plan.flagged == 30
     assert plan.clusters == len(plan.plan) >= 3
+    assert plan.clusters == plan.synthesised + plan.skipped
     members = [mb for c in plan.plan for mb in c.members]
-    assert len({mb.id for mb in members}) == len(members)
     assert all(mb.preview and len(mb.preview) <= 80 for mb in members)
-    assert plan.live_after == 30 - len(members) + plan.clusters
+    done = [c for c in plan.plan if c.status == "committed"]
+    assert all(c.synthesis and c.folded >= 2 for c in done)
+    assert all(c.reason and not c.synthesis for c in plan.plan if c.status == "skipped")
+    assert plan.live_after == 30 - sum(c.folded for c in done) + len(done)
     assert old_memory.store.scalar("SELECT count(*) FROM rem_runs") == 0
     real = old_memory.run_rem(now=NOW)
-    assert (real.flagged, real.clusters) == (plan.flagged, plan.clusters)
+    # The dry run ran the same checks: the run does what it said, cluster by cluster.
+    assert (real.flagged, real.clusters, real.synthesised, real.skipped, real.live_after) == (
+        plan.flagged, plan.clusters, plan.synthesised, plan.skipped, plan.live_after)
+    assert [(o["cluster_no"], o["status"], o["reason"]) for o in real.outcomes] == [
+        (c.cluster_no, c.status, c.reason) for c in plan.plan]
 
 
 def test_bad_now_is_refused_and_nothing_changes(old_memory: Memory) -> None:
@@ -429,7 +436,9 @@ def test_should_stop_interrupts_between_clusters(old_memory: Memory) -> None:
     run = old_memory.run_rem(now=NOW, progress=events.append,
                              should_stop=lambda: any(e.done for e in events))
     assert run.status is RunStatus.INTERRUPTED and run.synthesised == 1
-    assert events[0].status == "started" and events[0].total == run.clusters
+    assert events[0].status == "started" and events[0].total == 3
+    # The counts add up: an interrupted run counts the clusters it reached.
+    assert run.clusters == run.synthesised + run.skipped == 1
     assert [e.done for e in events[1:]] == [1]
     assert old_memory.stats().live == 30 - events[1].size + 1
     dumped = dump(old_memory)  # a consistent graph: FTS integrity holds

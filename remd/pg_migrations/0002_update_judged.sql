@@ -3,3 +3,5 @@
 
 ALTER TABLE nodes ADD COLUMN judged integer NOT NULL DEFAULT 1;
 CREATE INDEX nodes_unjudged ON nodes (namespace, rid) WHERE judged = 0;
+-- Why a REM run left live memories unflagged, as a JSON object of counts.
+ALTER TABLE rem_runs ADD COLUMN unflagged text;
