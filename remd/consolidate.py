@@ -31,7 +31,8 @@ from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.ids import new_id
 from remd.lexical import index_text
 from remd.logs import get_logger
-from remd.merge import target_tokens as target_tokens  # the density target, used here
+from remd.merge import synthesis_limit
+from remd.merge import target_tokens as target_tokens  # the density target
 from remd.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
 from remd.tagging import extract_entities, is_verb_form, normalise_tag
 from remd.text import STOP_WORDS
@@ -130,7 +131,7 @@ class ClusterWriter:
             f"AND type IN ({','.join('?' * len(_CAUSAL_TYPES))}) "
             f"AND src IN ({marks}) AND dst IN ({marks}) ORDER BY eid",
             (self.ns, *_CAUSAL_TYPES, *ids, *ids))
-        target = target_tokens(self.engine.counter.count_many([f.content for f in frags]))
+        target = synthesis_limit(self.engine.counter.count_many([f.content for f in frags]))
         return no, frags, [(s, d, t) for s, d, t in edges], target
 
     def check(self, job: Job, answer: Answer) -> tuple[list[int], str | None]:

@@ -25,7 +25,7 @@ from remd import text as tx
 from remd.lexicon import lemma
 from remd.tagging import is_verb_form
 
-__all__ = ["details", "missing"]
+__all__ = ["details", "is_detail_word", "missing"]
 
 _NUMBER_WORDS = tx.word_set(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
@@ -78,6 +78,13 @@ def details(text: str) -> frozenset[str]:
             continue
         out.add(f"word:{lemma(_base(word))}")
     return frozenset(out)
+
+
+def is_detail_word(word: str) -> bool:
+    """Is this word, as a content word, one of a text's details?"""
+    w = word.casefold()
+    return not (w in tx.STOP_WORDS or is_verb_form(w) or w in _VERBS or len(w) < 3
+                or tx.is_time_word(w) or any(c.isdigit() for c in w) or w in _NUMBER_WORDS)
 
 
 def _base(word: str) -> str:

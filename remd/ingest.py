@@ -227,7 +227,7 @@ class Writer:
              draft.access_count, confidence,
              draft.importance if draft.importance is not None else 0.5,
              n_tokens, valid_from, draft.valid_until, draft.deprecated_by,
-             fact_key, fact_value, 0 if draft.status is None else 1),
+             fact_key, fact_value, 0 if draft.status is None and draft.kind is None else 1),
         ).fetchone()
         assert row is not None
         rid = int(row[0])
@@ -367,7 +367,7 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
                 new = writer.created and writer.created[-1] == rid
                 if draft.auto_tags and new:
                     to_tag.append((rid, draft))
-                if new and draft.status is None:
+                if new and draft.status is None and draft.kind is None:
                     fresh.append(Fresh(rid=rid, id=node_id, content=draft.content,
                                        created_at=draft.created_at or now))
             if fresh and not engine.embeds:  # else judged when its vector is written

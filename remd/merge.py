@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remd import text as tx
-from remd.details import missing
+from remd.details import is_detail_word, missing
 from remd.errors import NotDenser
 from remd.fuse import fuse
 from remd.tagging import is_verb_form
@@ -263,7 +263,8 @@ def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, s
         word = tok.group(0)
         low = word.casefold()
         i += 1
-        if low in taken or low in rep.content or any(low in n.split() for n in rep.ids):
+        if low in taken or low in rep.content or any(low in n.split() for n in rep.ids) or (
+                not low.isalpha() and low in rep.text.casefold()):  # a link, a code: written
             continue
         taken.add(low)
         if any(low in name.split() and name not in rep.ids for name in m.sure) or low in cause:
@@ -291,8 +292,9 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
                     key=lambda m: (m.day, m.fragment, m.order)):
         parts = _residual(m, rep, seen)
         if similarity(m, rep) >= _PARAPHRASE:  # the same thing said: its other words are
-            # wording, written as what it adds (a detail is never dropt: remd.details)
-            parts = [("anchor" if kind == "word" else kind, t) for kind, t in parts]
+            # wording, but a detail among them is written (remd.details)
+            parts = [("anchor" if kind == "word" else kind, t) for kind, t in parts
+                     if kind != "word" or (is_detail_word(t) and t.casefold() not in seen)]
         days = [date.fromisoformat(t) for kind, t in parts if kind == "day"]
         rest = [t for kind, t in parts if kind != "day"]
         seen.update(t.casefold() for kind, t in parts if kind != "word")
@@ -352,6 +354,16 @@ def target_tokens(member_tokens: Sequence[int]) -> int:
     target = max(math.ceil(TARGET_LARGEST * max(member_tokens)),
                  math.ceil(TARGET_SHARE * sum(member_tokens)))
     return min(target, sum(member_tokens) - 1)
+
+
+def synthesis_limit(member_tokens: Sequence[int]) -> int:
+    """The most tokens any synthesiser may write for these members: the density target of
+    restatements (:func:`target_tokens`), or, for statements of one subject fused, a little
+    less than the members together (:data:`FUSE_SHARE`, at most :data:`FUSE_MAX`)."""
+    if not member_tokens:
+        return 0
+    fused = min(FUSE_MAX, math.floor(FUSE_SHARE * sum(member_tokens)))
+    return max(target_tokens(member_tokens), fused)
 
 
 @dataclass(frozen=True)
@@ -427,10 +439,11 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
     members = [contents[f] for f in keep]
     first, last = days[keep[0]], days[keep[-1]]
     densest: int | None = None
-    # One fact said again and again is merged; different facts are fused only when they are
-    # about one subject (below), never written side by side: a synthesis of unrelated notes
-    # ("face mask, tea, bed" + "rooibos every night") is about nothing.
-    if len(groups) == 1:
+    # One fact said again and again is merged (with what each saying adds: "...; it uses
+    # Redis"); different facts are fused only when they are about one subject (below), never
+    # written side by side: a synthesis of unrelated notes ("face mask, tea, bed" + "rooibos
+    # every night") is about nothing.
+    if _one_fact(groups, kept):
         # As is, else without the span of save days (each statement keeps the dates it writes).
         for keep_span in (True, False):
             text = render(groups, first, last, keep_span)
@@ -443,7 +456,7 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
     if fused is not None:
         size = count(fused)
         densest = size if densest is None else min(densest, size)
-        if size <= min(FUSE_MAX, max(target, math.floor(FUSE_SHARE * total))) and (
+        if size <= max(target, min(FUSE_MAX, math.floor(FUSE_SHARE * total))) and (
                 wanted.kept_by(fused) >= MIN_COVERAGE) and _keeps(members, fused):
             return fused, size
     return None, total if densest is None else densest
@@ -452,6 +465,13 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
 def _keeps(members: Sequence[str], text: str) -> bool:
     """Does ``text`` keep every detail of every member (:mod:`remd.details`)?"""
     return not any(missing(m, text) for m in members)
+
+
+def _one_fact(groups: Sequence[Group], kept: set[int]) -> bool:
+    """Does every kept fragment restate one fact (the largest group), so that the other
+    groups are only what some of them say besides?"""
+    main = max(groups, key=lambda g: len({m.fragment for m in g.members}))
+    return {m.fragment for m in main.members} >= kept
 
 
 FUSE_SHARE = 0.95  # a fusion must save at least a twentieth of its fragments' tokens

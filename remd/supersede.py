@@ -227,11 +227,12 @@ def contradictions(conn: apsw.Connection, ns: str, memory_id: str | None = None
     """(newer, older, confidence, reason) of live memories joined by a live CONTRADICTS edge
     (update detection's "probably", or a ``[[memory:id]] contradicts`` link), newest edge
     first; ``memory_id``: those touching it."""
+    touching = "" if memory_id is None else "AND (e.src = ? OR e.dst = ?) "
     rows: Any = conn.execute(
         "SELECT e.src, e.dst, e.weight, e.context FROM edges e "
         "JOIN nodes a ON a.id = e.src AND a.namespace = e.namespace AND a.status = 'live' "
         "JOIN nodes b ON b.id = e.dst AND b.namespace = e.namespace AND b.status = 'live' "
-        "WHERE e.namespace = ? AND e.type = 'CONTRADICTS' AND e.live = 1 "
-        "AND (? IS NULL OR e.src = ? OR e.dst = ?) ORDER BY e.created_at DESC, e.eid DESC",
-        (ns, memory_id, memory_id, memory_id)).fetchall()
+        f"WHERE e.namespace = ? AND e.type = 'CONTRADICTS' AND e.live = 1 {touching}"
+        "ORDER BY e.created_at DESC, e.eid DESC",
+        (ns, *(() if memory_id is None else (memory_id, memory_id)))).fetchall()
     return [(str(s), str(d), float(w), c) for s, d, w, c in rows]

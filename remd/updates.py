@@ -386,6 +386,8 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         reasons.append("says the opposite")
     if not reasons or (asked and not slot):
         return None  # nothing says anything changed (asked: no value in the same place)
+    if not slot and not ended and not negation and "self" not in (old.person, new.person):
+        return None  # a cue alone changes the speaker's habits, not "the Nimbus team"
     if not slot and not ended and _restates(old, new):
         return None  # the same values said again ("moved to Berlin" / "relocated to Berlin")
     if new.one_off and new.cue < 1.0 and not slot and not ended:

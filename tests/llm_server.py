@@ -10,7 +10,9 @@ Other conftests load the fixtures with ``pytest_plugins = ["tests.llm_server"]``
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import socket
 import sys
 import threading
@@ -18,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -41,6 +44,14 @@ class Behaviour:
     seconds: float = 0.0
     drip: float | None = None
     payload: bytes = b""
+
+
+# A synthesis of the tests' numbered Alice fragments ("Alice moved to Berlin ... (note 3)")
+# that keeps their every detail: REM folds no member whose details a synthesis would lose
+# (remd/details.py).
+NOTES_ANSWER: dict[str, Any] = {**VALID_ANSWER, "synthesis": (
+    "Alice moved to Berlin (relocated) because Acme opened its Berlin office there "
+    "(notes 0, 1, 2 and 3).")}
 
 
 def good(obj: Any = None) -> Behaviour:
@@ -83,10 +94,34 @@ def echo_auth(code: int = 401) -> Behaviour:
     return Behaviour("echo_auth", code=code)
 
 
-def slow(seconds: float, drip: float | None = None) -> Behaviour:
+def slow(seconds: float, drip: float | None = None, *, merging: bool = False) -> Behaviour:
     """A good answer after ``seconds``: silent before the headers, or, with ``drip``, headers at
-    once and then the body a few bytes every ``drip`` seconds (defeats a per-read timeout)."""
-    return Behaviour("slow", content=json.dumps(VALID_ANSWER), seconds=seconds, drip=drip)
+    once and then the body a few bytes every ``drip`` seconds (defeats a per-read timeout).
+    ``merging``: the answer is the request's own fragments merged (:func:`merged_answer`)."""
+    return Behaviour("slow", content=None if merging else json.dumps(VALID_ANSWER),
+                     seconds=seconds, drip=drip)
+
+
+_FRAGMENT = re.compile(r'<fragment id="[^"]*" date="(?P<date>[^"]*)"[^>]*>\n(?P<text>.*?)\n'
+                       r'</fragment>', re.DOTALL)
+
+
+def merged_answer(body: dict[str, Any]) -> str:
+    """A faithful model: the fragments of a synthesis request merged by remd's own offline
+    merge (every detail kept, within the request's target), as a JSON answer; the first
+    fragment alone when they can't be merged."""
+    from remd.errors import NotDenser
+    from remd.merge import merge
+    from remd.tokens import TokenCounter
+
+    prompt = body["messages"][-1]["content"]
+    found = [(html.unescape(m.group("text")), m.group("date")) for m in _FRAGMENT.finditer(prompt)]
+    times = [datetime.fromisoformat(d).replace(tzinfo=UTC).timestamp() for _, d in found]
+    try:
+        text = merge([t for t, _ in found], times, count=TokenCounter().count).text
+    except NotDenser:
+        text = found[0][0] if found else "nothing"
+    return json.dumps({"synthesis": text, "key_entities": [], "importance": 0.5})
 
 
 def huge(n_chars: int) -> Behaviour:
@@ -197,7 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.note_connection(self.serial)
         behaviour = self.server.begin(body, headers)
         try:
-            self._act(behaviour, str(body.get("model", "test-model")), headers)
+            self._act(behaviour, str(body.get("model", "test-model")), headers, body)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (timeout) before we answered
         finally:
@@ -222,7 +257,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {"object": "list", "data": data, "model": body.get("model", "m"),
                          "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
-    def _act(self, b: Behaviour, model: str, headers: dict[str, str]) -> None:
+    def _act(self, b: Behaviour, model: str, headers: dict[str, str],
+             request: dict[str, Any]) -> None:
         if b.kind == "status":
             self._send(b.code, {"error": {"message": f"scripted {b.code}"}}, b.headers)
         elif b.kind == "echo_auth":
@@ -247,7 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
             if self.server.stopping.wait(b.seconds):
                 self.close_connection = True  # shutting down: no answer, no next request
             else:
-                self._send(200, _completion(model, b.content))
+                content = b.content if b.content is not None else merged_answer(request)
+                self._send(200, _completion(model, content))
         elif b.kind == "slow":
             self._drip(_completion(model, b.content), b.seconds, b.drip or 0.1)
         else:

@@ -25,6 +25,7 @@ from remd.logs import capture_events
 from remd.rem import ClusterOutcome
 from remd.synthesis import LLMSynthesiser
 from tests.llm_server import (
+    NOTES_ANSWER,
     Behaviour,
     LLMServer,
     body,
@@ -114,7 +115,7 @@ def test_a_failing_llm_skips_the_cluster_and_keeps_every_member_live(
     assert KEY not in json.dumps(alice.store.query("SELECT reason FROM rem_clusters UNION ALL "
                                                    "SELECT error FROM rem_runs"))
     # The next run, with a working LLM, consolidates the same cluster.
-    llm_server.answer_with(good())
+    llm_server.answer_with(good(NOTES_ANSWER))
     again = alice.run_rem(now=NOW, synthesiser=synth(llm_server.base_url))
     assert again.synthesised == 1
     consistent(alice)
@@ -173,7 +174,7 @@ def test_the_daemon_keeps_running_through_llm_faults(
         assert KEY not in json.dumps(logs, default=str)
         # Once the LLM answers again, the next tick consolidates.
         if fault != "refused":
-            llm_server.answer_with(good())
+            llm_server.answer_with(good(NOTES_ANSWER))
             daemon.tick(NOW + 120)
             with Memory(db_path, "work", embedder=None) as m:
                 assert m.stats().synthesis >= 1
@@ -209,7 +210,7 @@ def test_the_daemon_keeps_one_llm_client_and_closes_it(db_path: Path,
         assert failing >= 2 and len(set(llm_server.connection_of)) == 1
         daemon.overrides["llm"] = {**llm, "model": "another-model"}
         assert daemon.reload() is not None
-        llm_server.answer_with(good())
+        llm_server.answer_with(good(NOTES_ANSWER))
         daemon.tick(NOW + 120)
         after = llm_server.connection_of[failing:]
         assert after and len(set(after)) == 1 and after[0] != llm_server.connection_of[0]
@@ -251,7 +252,7 @@ def test_remd_serve_keeps_running_and_serving_while_the_llm_fails(
         stats = httpx.get(f"{base}/v1/stats", params={"namespace": "work"},
                           headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert stats.status_code == 200 and stats.json()["live"] == 12
-        llm_server.answer_with(good())
+        llm_server.answer_with(good(NOTES_ANSWER))
         while (done := served.wait_for("cycle.finished", namespace="work"))["synthesised"] == 0:
             pass
         assert done["status"] == "completed"

@@ -26,7 +26,7 @@ from remd.tokens import TokenCounter
 pytestmark = pytest.mark.backends
 
 TOOLS = {"save_memory", "inject_memories", "memory_feedback", "memory_history",
-         "find_contradictions"}
+         "find_contradictions", "restore_memory"}
 
 
 def params(db: Path, *extra: str) -> StdioServerParameters:
@@ -108,6 +108,11 @@ def test_every_tool_over_stdio(db_path: Path) -> None:
         assert "Never deploy" in pair["memory"]["content"]
         none = data(await client.call_tool("find_contradictions", {"topic": "chocolate"}))
         assert none["contradictions"] == []
+        # "It was not an update": the superseded city is live again, and stays so.
+        back = data(await client.call_tool("restore_memory", {"memory_id": old["id"]}))
+        assert back["status_before"] == "superseded" and back["by"] == [new["id"]]
+        history = data(await client.call_tool("memory_history", {"memory_id": old["id"]}))
+        assert [m["status"] for m in history["memories"]] == ["live"]
 
         # Namespaces: the server's --namespace by default, or per call.
         data(await client.call_tool("save_memory", {"content": "Sprint review on Thursday",

@@ -258,6 +258,7 @@ def test_the_floor_reads_scores_without_the_speaker_prior() -> None:
         tokens: int
         base: float
         speaker: float = 1.0
+        outdated_by: int | None = None
 
     cfg = InjectConfig(floor_spread=0.0, floor_gap=0.6)
     # Boosted, the second item would fall to 0.45 of the first: a gap. Without the prior the

@@ -29,6 +29,7 @@ from remd import (
 )
 from remd.cli import main
 from remd.consolidate import target_tokens
+from remd.merge import synthesis_limit
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.pgstore import is_url
@@ -563,8 +564,8 @@ def test_llm_is_told_the_target_and_a_too_long_answer_is_asked_again(
     run = alice.run_rem(now=NOW, synthesiser=llm_synth(llm_server, counted=True))
     assert run.synthesised == 1 and run.skipped == 0 and len(llm_server.requests) == 2
     counts = TokenCounter().count_many(ALICE)
-    target = target_tokens(counts)
-    assert target == max(math.ceil(1.5 * max(counts)), math.ceil(0.35 * sum(counts)))
+    target = synthesis_limit(counts)  # what restating or fusing these could take, at most
+    assert target == max(target_tokens(counts), min(64, math.floor(0.95 * sum(counts))))
     first = " ".join(llm_server.messages(0)[-1]["content"].split())
     assert f"at most {target} tokens" in first
     again = llm_server.messages(1)[-1]["content"]

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from remd import ConfigError, Memory, NotFound, load_config
 from remd.cli import main
-from tests.llm_server import LLMServer
+from tests.llm_server import NOTES_ANSWER, LLMServer, good
 from tests.test_daemon import Served
 from tests.test_http import serve
 from tests.test_mcp import session
@@ -182,6 +182,8 @@ def test_serve_never_logs_secrets_and_logs_contents_at_debug_only(
         m.import_lines([line(f"{t} (note {k})", YEAR_AGO - (3 * k + i) * DAY)
                          for k in range(2) for i, t in enumerate(ALICE)])
         m.import_lines([line(PRIVATE[0], YEAR_AGO)])
+    # A synthesis that keeps every detail of its members (REM folds nothing it would lose).
+    llm_server.default = good(NOTES_ANSWER)
     base_url = llm_server.base_url.replace("http://", f"http://remd:{URL_PASSWORD}@")
     served = Served(db_path, "--interval", "3600", "--http", "127.0.0.1:0", env={
         "REMD_TRIGGERS__MAX_LIVE_NODES": "5", "REMD_REM__MIN_COVERAGE": "0",
