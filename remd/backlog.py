@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from remd.embed import EmbedError
 from remd.logs import get_logger
 from remd.store import rows_in
-from remd.text import sentence_pieces
 from remd.supersede import Fresh, judge_pending
+from remd.text import sentence_pieces
 from remd.vectors import BitIndex, write_sentence_vectors, write_vectors
 
 if TYPE_CHECKING:

@@ -79,6 +79,18 @@ class TagConfig(_Section):
         "this many seconds instead of each waiting for it"))
 
 
+class UpdatesConfig(_Section):
+    llm: bool = Field(False, description=(
+        "after the offline detector, let the configured LLM (llm.base_url) judge whether a new "
+        "memory updates its nearest ones, in the background; any failure keeps the offline "
+        "decisions"))
+    llm_candidates: int = Field(4, ge=1, le=16, description=(
+        "nearest live memories the model is shown for each new one"))
+    llm_timeout: float = Field(10.0, gt=0, le=600, description="seconds per answer")
+    llm_cooldown: float = Field(60.0, ge=0, le=86400, description=(
+        "after the endpoint fails, new memories keep the offline decisions for this long"))
+
+
 class InjectConfig(_Section):
     max_seed_tags: int = Field(5, ge=1)
     fanout: int = Field(32, ge=1, description="M: top-weight edges followed per tag")
@@ -141,6 +153,10 @@ class InjectConfig(_Section):
         "relevance floor: with no candidate at least this similar to the query (cosine), fewer "
         "than half of its words or tags found, and no live fact of the key it asks for, the "
         "pack is empty (0: off)"))
+    floor_weak: float = Field(0.46, ge=0, le=1, description=(
+        "relevance floor: when no packed memory is at least this similar to the query "
+        "(cosine), only the best one is kept: a question about nothing much stored gets one "
+        "memory, not a pack of near misses (0: off)"))
     floor_spread: float = Field(0.1, ge=0, le=1, description=(
         "relevance floor: an item must score at least the weakest score of the filled pack "
         "plus this share of the way to the best (0: off)"))
@@ -306,6 +322,7 @@ class Config(_Section):
     engine: EngineConfig = EngineConfig()
     embed: EmbedConfig = EmbedConfig()
     tags: TagConfig = TagConfig()
+    updates: UpdatesConfig = UpdatesConfig()
     inject: InjectConfig = InjectConfig()
     importance: ImportanceConfig = ImportanceConfig()
     triggers: TriggerConfig = TriggerConfig()

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +37,7 @@ from remd.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from remd.llm_tagging import LLMTagger
+    from remd.llm_updates import LLMUpdateJudge
 
 T = TypeVar("T")
 _log = get_logger("remd.engine")
@@ -79,6 +80,10 @@ class Engine:
         self._tagger: LLMTagger | None = None
         self._tagger_made = False
         self._tagger_lock = threading.Lock()
+        self._update_judge: LLMUpdateJudge | None = None
+        self._update_judge_made = False
+        self._background: ThreadPoolExecutor | None = None
+        self._pending: list[Future[Any]] = []
 
     @property
     def path(self) -> str:
@@ -166,6 +171,40 @@ class Engine:
             return self._tagger
 
     @property
+    def update_judge(self) -> LLMUpdateJudge | None:
+        """The LLM update judge (``[updates] llm``), made on first use; None when it is off or
+        no LLM is configured (logged once: the offline detector decides alone)."""
+        with self._tagger_lock:
+            if not self._update_judge_made:
+                self._update_judge_made = True
+                cfg, llm = self.config.updates, self.config.llm
+                if cfg.llm and llm.base_url is None:
+                    _log.warning("updates.no_llm", detail="[updates] llm is on but [llm] "
+                                 "base_url is not set: the offline detector decides alone")
+                elif cfg.llm:
+                    from remd.llm_updates import LLMUpdateJudge  # openai loads only when used
+
+                    self._update_judge = LLMUpdateJudge.from_settings(
+                        llm, timeout=cfg.llm_timeout, cooldown=cfg.llm_cooldown)
+            return self._update_judge
+
+    def in_background(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the engine's background thread (work a save does not wait
+        for: the LLM update judge); :meth:`drain` waits for it, and so does closing."""
+        with self._executor_lock:
+            if self._background is None:
+                self._background = ThreadPoolExecutor(1, thread_name_prefix="remd-background")
+            self._pending = [f for f in self._pending if not f.done()]
+            self._pending.append(self._background.submit(fn, *args))
+
+    def drain(self) -> None:
+        """Wait for the background work submitted so far (its errors are the work's to log)."""
+        with self._executor_lock:
+            pending, self._pending = self._pending, []
+        for future in pending:
+            future.exception()
+
+    @property
     def executor(self) -> ThreadPoolExecutor:
         """The threads that run :class:`remd.AsyncMemory`'s calls off the event loop: as many
         as the store has connections (``store.max_connections``), created on first use."""
@@ -205,12 +244,18 @@ class Engine:
         running on :attr:`executor` finish first: a write is never cut in half."""
         with self._executor_lock:
             executor, self._executor = self._executor, None
+            background, self._background = self._background, None
         if executor is not None:
             executor.shutdown(wait=True)
+        if background is not None:
+            background.shutdown(wait=True)
         with self._tagger_lock:
             tagger, self._tagger = self._tagger, None
+            judge, self._update_judge = self._update_judge, None
         if tagger is not None:
             tagger.close()
+        if judge is not None:
+            judge.close()
         self.store.close()
 
 

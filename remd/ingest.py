@@ -22,9 +22,9 @@ from remd.lexical import index_text
 from remd.links import parse_links
 from remd.models import EdgeType, NodeKind, NodeStatus
 from remd.supersede import Fresh, judge_pending
-from remd.updates import fact_changes
 from remd.tagging import extract_tags, normalise_tag
 from remd.tokens import TokenCounter
+from remd.updates import fact_changes
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -353,6 +353,7 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
     ids: list[str] = []
     rids: list[int] = []
     to_tag: list[tuple[int, Draft]] = []  # new nodes the LLM tagger (if on) tags after commit
+    judged: list[str] = []  # new memories the LLM update judge (if on) looks at after commit
     for start in range(0, len(drafts), BULK_CHUNK):
         chunk = drafts[start:start + BULK_CHUNK]
         counts = engine.counter.count_many([d.content for d in chunk])
@@ -368,6 +369,7 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
                 if draft.auto_tags and new:
                     to_tag.append((rid, draft))
                 if new and draft.status is None and draft.kind is None:
+                    judged.append(node_id)
                     fresh.append(Fresh(rid=rid, id=node_id, content=draft.content,
                                        created_at=draft.created_at or now))
             if fresh and not engine.embeds:  # else judged when its vector is written
@@ -380,4 +382,8 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
         from remd.llm_tagging import tag_with_llm  # only a configured LLM tagger pays for it
 
         tag_with_llm(engine, namespace, to_tag)
+    if judged and engine.config.updates.llm and engine.update_judge is not None:
+        from remd.llm_updates import judge_with_llm  # only a configured LLM judge pays for it
+
+        engine.in_background(judge_with_llm, engine, namespace, judged)
     return ids

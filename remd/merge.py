@@ -436,7 +436,7 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
             groups.append(Group(members, _typical(members)))
     groups.sort(key=lambda g: min((m.fragment, m.order) for m in g.members))
     wanted = anchors_of([contents[f] for f in keep])
-    members = [contents[f] for f in keep]
+    texts = [contents[f] for f in keep]
     first, last = days[keep[0]], days[keep[-1]]
     densest: int | None = None
     # One fact said again and again is merged (with what each saying adds: "...; it uses
@@ -449,15 +449,14 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
             text = render(groups, first, last, keep_span)
             size = count(text)
             densest = size if densest is None else min(densest, size)
-            if size <= target and wanted.kept_by(text) >= MIN_COVERAGE and _keeps(members,
-                                                                                   text):
+            if size <= target and wanted.kept_by(text) >= MIN_COVERAGE and _keeps(texts, text):
                 return text, size
     fused = _fused(groups)
     if fused is not None:
         size = count(fused)
         densest = size if densest is None else min(densest, size)
         if size <= max(target, min(FUSE_MAX, math.floor(FUSE_SHARE * total))) and (
-                wanted.kept_by(fused) >= MIN_COVERAGE) and _keeps(members, fused):
+                wanted.kept_by(fused) >= MIN_COVERAGE) and _keeps(texts, fused):
             return fused, size
     return None, total if densest is None else densest
 

@@ -33,6 +33,8 @@ from typing import Protocol, TypeVar
 from remd.config import InjectConfig
 from remd.tokens import TokenCounter
 
+_WEAK_BAND = 0.03  # cosine: as like the query as the best one
+
 
 class Scored(Protocol):
     rid: int
@@ -40,6 +42,7 @@ class Scored(Protocol):
     base: float
     speaker: float  # the speaker multiplier in base (a prior: the floor leaves it out)
     outdated_by: int | None  # a newer candidate probably updates it (remd.newest)
+    vector: float  # its cosine to the query (0: not a vector hit)
 
 
 S = TypeVar("S", bound=Scored)
@@ -123,11 +126,18 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
         return picked, None
     if unrelated is not None:
         return [], Stop("unrelated", unrelated)
+    best_cos = max(c.vector for c, _, _ in picked)
+    if cfg.floor_weak > 0 and best_cos < cfg.floor_weak and len(picked) > 1:
+        # The best item, and another only if it is about as like the query (two answers).
+        kept = picked[:1] + [p for p in picked[1:] if p[0].vector >= best_cos - _WEAK_BAND][:1]
+        return kept, Stop("weak", f"no memory is much like the query (best cosine "
+                                  f"{best_cos:.2f} < floor_weak {cfg.floor_weak:g}): only the "
+                                  "best kept")
     newer = {c.rid for c, _, _ in picked}
     outdated = [p for p in picked if p[0].outdated_by in newer]
     if outdated and len(outdated) < len(picked):
-        kept, stop = relevance_floor([p for p in picked if p[0].outdated_by not in newer], cfg)
-        return kept, stop or Stop("outdated", f"{len(outdated)} item(s) left out: a newer "
+        kept, cut = relevance_floor([p for p in picked if p[0].outdated_by not in newer], cfg)
+        return kept, cut or Stop("outdated", f"{len(outdated)} item(s) left out: a newer "
                                               "memory in the pack probably updates each")
     # The speaker prior orders the pack but makes nothing relevant: the floor reads the
     # scores without it (a question naming Caroline lifts every turn she said).
@@ -139,6 +149,7 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
         stop = Stop("floor", f"items scoring below {floor:.4f} left out (floor_spread "
                              f"{cfg.floor_spread:g} of the way from the weakest packed score "
                              f"{edge:.4f} to the best {best:.4f})")
+
     for above, below in zip(bases, bases[1:], strict=False):
         if below < floor:
             break

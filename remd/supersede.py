@@ -46,6 +46,7 @@ JUDGED = 8  # nearest live memories a new memory is judged against
 TAG_CAP = 256  # a tag on more memories than this is too common to propose candidates
 MAX_UPDATES = 2  # older memories one new memory may update
 USER = "user"  # edges.retired_by of a decision the user undid: never made again
+_MODEL = "llm"  # edges.retired_by of an offline decision the LLM judge replaced
 DECIDED = (EdgeType.SUPERSEDES.value, EdgeType.CONTRADICTS.value)
 
 
@@ -68,7 +69,7 @@ class Decision:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Other:
+class Other:
     rid: int
     id: str
     content: str
@@ -85,12 +86,12 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
     decisions: list[Decision] = []
     superseded: set[str] = set()
     for i, new in enumerate(fresh):
-        near = _candidates(conn, namespace, new, bits)
-        for other in fresh[:i]:  # the batch: not in the index yet
-            cos = float(other.vector @ new.vector) if (
-                other.vector is not None and new.vector is not None) else 0.0
-            near.append((_Other(rid=other.rid, id=other.id, content=other.content,
-                                created_at=other.created_at), cos))
+        near = nearest_live(conn, namespace, new, bits)
+        for prior in fresh[:i]:  # the batch: not in the index yet
+            cos = float(prior.vector @ new.vector) if (
+                prior.vector is not None and new.vector is not None) else 0.0
+            near.append((Other(rid=prior.rid, id=prior.id, content=prior.content,
+                               created_at=prior.created_at), cos))
         near.sort(key=lambda pair: -pair[1])
         found: list[Decision] = []
         for rank, (other, cos) in enumerate(near):
@@ -122,8 +123,8 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
     return decisions
 
 
-def _candidates(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | None
-                ) -> list[tuple[_Other, float]]:
+def nearest_live(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | None
+                 ) -> list[tuple[Other, float]]:
     """The live memories nearest to ``new``: (memory, cosine) best first, at most JUDGED."""
     keys: set[int] = set()
     q = unit(new.vector) if new.vector is not None else None
@@ -141,8 +142,19 @@ def _candidates(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | Non
               "AND status = 'live' AND kind != 'synthesis' AND rid IN ({marks})",
         sorted(keys), (ns,))}
     best = sorted((rid for rid in ranked if rid in rows), key=lambda r: (-ranked[r], r))
-    return [(_Other(rid=r, id=str(rows[r][1]), content=str(rows[r][2]),
+    return [(Other(rid=r, id=str(rows[r][1]), content=str(rows[r][2]),
                     created_at=float(rows[r][3])), ranked[r]) for r in best[:JUDGED]]
+
+
+def decided_by(conn: apsw.Connection, ns: str, newer: str) -> list[Other]:
+    """The memories the offline detector decided ``newer`` updates (superseded or live)."""
+    rows: Any = conn.execute(
+        "SELECT n.rid, n.id, n.content, n.created_at FROM edges e JOIN nodes n "
+        "ON n.namespace = e.namespace AND n.id = e.dst WHERE e.namespace = ? AND e.src = ? "
+        f"AND e.live = 1 AND e.type IN ({','.join('?' * len(DECIDED))}) ORDER BY e.eid",
+        (ns, newer, *DECIDED)).fetchall()
+    return [Other(rid=int(r), id=str(i), content=str(c), created_at=float(t))
+            for r, i, c, t in rows]
 
 
 def _tag_neighbours(conn: apsw.Connection, ns: str, rid: int) -> list[int]:
@@ -220,6 +232,41 @@ def restore(conn: apsw.Connection, ns: str, node_id: str) -> Restored:
 
 
 Judge = Callable[[apsw.Connection, str, Sequence[Fresh], float], list[Decision]]
+
+
+def apply_judgement(conn: apsw.Connection, ns: str, newer: str, relations: dict[str, str],
+                    at: float, model: str) -> int:
+    """Write a model's judgement of a new memory against older ones (:mod:`remd.llm_updates`):
+    "update" supersedes the older one (an offline CONTRADICTS edge between them is replaced),
+    "add" and "same" undo an offline decision about it. Pairs the user decided stay as the
+    user left them. Returns how many pairs changed."""
+    vetoed = _vetoes(conn, ns, [newer])
+    changed = 0
+    for older, relation in relations.items():
+        if (newer, older) in vetoed:
+            continue
+        edges = conn.execute(
+            "SELECT eid, type FROM edges WHERE namespace = ? AND src = ? AND dst = ? "
+            f"AND live = 1 AND type IN ({','.join('?' * len(DECIDED))})",
+            (ns, newer, older, *DECIDED)).fetchall()
+        kinds = {str(t) for _, t in edges}
+        if relation == "update" and EdgeType.SUPERSEDES.value not in kinds:
+            conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? "
+                             "AND eid = ?", [(_MODEL, ns, eid) for eid, _ in edges])
+            _write(conn, ns, Decision(newer=newer, older=older, verdict=Verdict(
+                VerdictKind.UPDATE, 1.0, f"the model ({model}) judged it an update")), at)
+            changed += 1
+        elif relation in ("add", "same") and edges:
+            conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? "
+                             "AND eid = ?", [(_MODEL, ns, eid) for eid, _ in edges])
+            if EdgeType.SUPERSEDES.value in kinds:
+                conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
+                             "WHERE namespace = ? AND id = ? AND status = 'superseded'",
+                             (ns, older))
+            changed += 1
+        log.info("update.llm_decided", namespace=ns, newer=newer, older=older,
+                 relation=relation, model=model)
+    return changed
 
 
 def contradictions(conn: apsw.Connection, ns: str, memory_id: str | None = None

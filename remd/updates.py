@@ -63,7 +63,7 @@ _ENDED_AFTER = _phrases("""
     | got rid of | sold | cancelled | canceled | ditched | dropped | moved out of | broke up with
     | split up with | switched from | moved from | swapped | the old | my old | our old
     | the previous | my previous | our previous | former | no more | got a new | bought a new
-    | new | lost""")
+    | new | lost | rather than""")
 _ENDED_BEFORE = _phrases("""
     was shut down | got shut down | is shut down | shut down | retired | is gone | are gone
     | was cancelled | was canceled | died | passed away | broke down | stopped working
@@ -72,7 +72,8 @@ _ENDED_BEFORE = _phrases("""
 _NEW_SURE = _phrases("""
     switched to | switching to | switched | moved to | moved into | moved us | relocated to
     | relocated | these days | nowadays | from now on | took over | taken over | takes over
-    | handed over | became | become | has become | upgraded to | upgraded | downgraded | is now | are now | am now
+    | handed over | became | become | has become | upgraded to | upgraded | downgraded
+    | is now | are now | am now
     | rescheduled | postponed | pushed back | pushed it back | brought forward | correction
     | this replaces | as of | migrated | rotated | renamed | instead | reverted | went back to
     | since then | ended up | turned into | not anymore | anymore | any more | any longer
@@ -191,6 +192,7 @@ _MONTH = re.compile(r"\b(?:" + "|".join(tx.MONTHS) + r")\b")
 _TITLES = tx.word_set("dr dr. mr mr. mrs mrs. ms ms. prof")
 # A word mixing letters and digits: a password, a key, a region, a version ("sunflower88",
 # "4f9a", "eu-west-1", "staging-db-2023").
+_ORDINAL = re.compile(r"\d+(?:s|th|st|nd|rd|am|pm|k|m|h|min|kg|km|mg|ml|cm|mm|x)")  # "80s"
 _CODE = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[a-zA-Z])[\w]+(?:-[\w]+)*\b")
 _TIME = re.compile(r"\b\d{1,2}(?::\d\d)?\s*(?:am|pm)\b|\b\d{1,2}:\d\d\b|\bnoon\b|\bmidnight\b")
 _UNIT_AFTER = re.compile(r"\d+(?:[.,:]\d+)*\s*([a-z%$€£]+)")
@@ -218,6 +220,7 @@ class Reading:
     text: str
     words: frozenset[str]  # stems of its content words (values and change words aside)
     names: frozenset[str]  # casefolded names (not one opening the sentence alone)
+    sure: frozenset[str]  # of the names, those not only opening a sentence
     codes: frozenset[str]  # words of letters and digits: passwords, keys, versions, regions
     times: frozenset[str]  # times of day
     numbers: tuple[tuple[str, str, str], ...]  # (number, word before, unit after)
@@ -243,11 +246,16 @@ def read(text: str) -> Reading:
     body = _LINK.sub("", _ENUMERATION.sub("", body))
     low = body.lower()
     cue, cue_words, ended, change_verb = _cues(low)
-    names = frozenset(n.casefold() for n, opens in tx.name_runs(body)
-                      if n.lower() not in _FIRST_PERSON and n.lower() not in _TITLES
-                      and not tx.is_time_word(n)
-                      and (not opens or not (n.lower() in tx.STOP_WORDS or is_verb_form(n))))
-    codes = frozenset(m.group(0).lower() for m in _CODE.finditer(body))
+    runs = [(n, opens) for n, opens in tx.name_runs(body)
+            if n.lower() not in _FIRST_PERSON and n.lower() not in _TITLES
+            and not tx.is_time_word(n)]
+    names = frozenset(n.casefold() for n, opens in runs
+                      if not opens or not (n.lower() in tx.STOP_WORDS or is_verb_form(n)))
+    # The names it is sure of: a word that only opens its sentence ("Physio three times a
+    # week", "Dentist at 2") is capitalised for that, not because it names someone.
+    sure = frozenset(n.casefold() for n, opens in runs if not opens)
+    codes = frozenset(m.group(0).lower() for m in _CODE.finditer(body)
+                      if not _ORDINAL.fullmatch(m.group(0).lower()))
     dates = frozenset({d.key for d in tx.find_dates(body)}
                       | {m.group(1) for m in _WEEKDAY.finditer(low)}
                       | {m.group(0) for m in _MONTH.finditer(low)})
@@ -271,7 +279,7 @@ def read(text: str) -> Reading:
         if w not in _FRAME_STOP and w not in value_words and not any(c.isdigit() for c in w)
         and len(_stem(w)) >= 3)
     return Reading(
-        text=body, words=words, names=names, codes=codes, times=times, numbers=numbers,
+        text=body, words=words, names=names, sure=sure, codes=codes, times=times, numbers=numbers,
         dates=dates,
         kinds=frozenset(kinds),
         cue=cue, cue_words=cue_words, ended=ended, change_verb=change_verb,
@@ -307,15 +315,26 @@ def _numbers(body: str) -> list[tuple[str, str, str]]:
     for m in tx.NUMBER.finditer(low):
         if any(a <= m.start() < b for a, b in spans):
             continue
-        before = re.search(r"([a-z$€£]+)\W{0,2}$", low[max(0, m.start() - 24):m.start()])
+        before = re.search(r"([a-z]+)\W{0,3}$", low[max(0, m.start() - 24):m.start()])
         after = re.match(r"\s*-?([a-z%]+)", low[m.end():m.end() + 16])
-        out.append((m.group(0), before.group(1) if before else "",
-                    _unit(after.group(1)) if after else ""))
+        unit = _unit(after.group(1)) if after else ""
+        if low[max(0, m.start() - 1):m.start()] in ("$", "€", "£"):
+            # An amount, per what it is paid for: "$2,340 a month" and "$2,410 a month" are
+            # one value changing; "$400 every payday" and "$7,200" are two.
+            rate = _RATE.match(low[m.end():m.end() + 20])
+            unit = "money" + (f"/{rate.group(1)}" if rate else "")
+        out.append((m.group(0), before.group(1) if before else "", unit))
     return out
 
 
+_RATE = re.compile(r"\s*(?:a|an|per|each|every)\s+(\w+)")
+
+
 def _unit(word: str) -> str:
-    """A unit without its size prefix, so "100 Mbit" and "1 Gbit" are one kind of value."""
+    """A unit without its size prefix, so "100 Mbit" and "1 Gbit" are one kind of value;
+    "" for what only dresses a number: "80s", "60th", "3rd"."""
+    if len(word) < 2 or word in ("th", "st", "nd", "rd", "ish"):
+        return ""
     w = _stem(word)
     if len(w) >= 3 and w[0] in "kmgt" and w[1:] in ("bit", "bps", "byte", "hz", "wh", "w"):
         return w[1:]
@@ -333,7 +352,8 @@ def _person(body: str, low: str, names: frozenset[str]) -> str:
         return m.group(1)
     runs = tx.name_runs(body)
     if runs and body.lstrip().startswith(runs[0][0]) and runs[0][0].casefold() in names:
-        return runs[0][0].casefold()
+        person = runs[0][0].casefold()
+        return person[:-2] if person.endswith("'s") else person
     return "self" if set(tx.words(low)[:10]) & _FIRST_PERSON else ""
 
 
@@ -349,7 +369,8 @@ def _kind(person: str) -> str:
 # everyday_check set is held out) and rounded. A pair scoring at least UPDATE_AT is an update,
 # at least MAYBE_AT a probable one.
 WEIGHTS = {
-    "bias": -3.9, "cos": 2.8, "cue": 0.7, "ended": 1.5, "change_verb": 0.0, "slot": 0.8, "shared": 0.9,
+    "bias": -3.9, "cos": 2.8, "cue": 0.7, "ended": 1.5, "change_verb": 0.0, "slot": 0.8,
+    "shared": 0.9,
     "negation": -0.8, "additive": -2.0, "keeps": -1.0, "one_off_new": 0.0,
     "kinds_disjoint": -0.9, "nearest": 3.2, "margin": 1.3, "same_person": 0.7, "asked": 1.0,
 }
@@ -371,6 +392,8 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
     one question."""
     if _blocked(old, new, asked):
         return None
+    if cos <= 0.0:  # no vectors (no embedder): how alike their words are stands in
+        cos = _word_cosine(old, new)
     shared = old.words & new.words
     slot = _slot(old, new, shared, asked)
     negation = old.negated != new.negated and len(shared) >= 2 and cos >= 0.8
@@ -384,8 +407,8 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         reasons.append(f"another value in the same place ({slot})")
     if negation:
         reasons.append("says the opposite")
-    if not reasons or (asked and not slot):
-        return None  # nothing says anything changed (asked: no value in the same place)
+    if not reasons or (asked and not slot and not ended):
+        return None  # nothing says anything changed (asked: what ended, or another value)
     if not slot and not ended and not negation and "self" not in (old.person, new.person):
         return None  # a cue alone changes the speaker's habits, not "the Nimbus team"
     if not slot and not ended and _restates(old, new):
@@ -421,6 +444,8 @@ def judge(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
     p = probability(ev.features)
     reason = "; ".join(ev.reasons)
     if asked:  # the question says they are about one thing; another value in its place
+        if new.keeps or new.additive or (new.one_off and not new.change_verb):
+            return None  # "still ...", "also ...", a happening that changes nothing
         return Verdict(VerdictKind.MAYBE, round(max(p, MAYBE_AT), 3), reason)
     if p >= UPDATE_AT:
         return Verdict(VerdictKind.UPDATE, round(p, 3), reason)
@@ -453,6 +478,16 @@ def fact_changes(attribute: str, old_value: str, new_value: str, old_text: str,
 def probability(features: dict[str, float]) -> float:
     z = sum(WEIGHTS[k] * v for k, v in features.items())
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def _word_cosine(old: Reading, new: Reading) -> float:
+    """A stand-in for the sentence vectors' cosine: the cosine of their word and name sets,
+    scaled to where the vectors of two statements about one thing fall (~0.3-0.8)."""
+    a = old.words | {w for n in old.names for w in n.split()}
+    b = new.words | {w for n in new.names for w in n.split()}
+    if not a or not b:
+        return 0.0
+    return 0.3 + 0.5 * len(a & b) / math.sqrt(len(a) * len(b))
 
 
 def _restates(old: Reading, new: Reading) -> bool:
@@ -530,7 +565,8 @@ def _slot(old: Reading, new: Reading, shared: frozenset[str], asked: bool = Fals
     words = old.words & new.words
     old_words = {w for n in old.names for w in n.split()}
     new_words = {w for n in new.names for w in n.split()}
-    gone, came = old_words - new_words, new_words - old_words
+    gone = {w for n in old.sure for w in n.split()} - new_words
+    came = {w for n in new.sure for w in n.split()} - old_words
     if gone and came and words and (old_words & new_words or len(words) >= 2):
         return f"name {'/'.join(sorted(gone))} -> {'/'.join(sorted(came))}"
     return ""

@@ -24,7 +24,6 @@ with ``include_held=True``, as a person would redo a rolled-back run by hand (re
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import os
 import queue
@@ -44,7 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from remd import Memory
-from remd.consolidate import ClusterWriter, key_terms
+from remd.consolidate import ClusterWriter
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.pgstore import is_url
@@ -52,7 +51,7 @@ from remd.synthesis import LLMSynthesiser, Synthesiser
 from remd.tokens import TokenCounter
 from remd.vectors import BitIndex, from_int8
 from tests.helpers import KeepAll, knn
-from tests.llm_server import Behaviour, LLMServer, slow
+from tests.llm_server import Behaviour, LLMServer, merged_answer, slow
 from tests.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line
 from tests.test_rem import dump as rem_dump
 
@@ -255,9 +254,8 @@ _COUNT = TokenCounter()
 
 class EchoLLM(LLMServer):
     """tests/llm_server.py's server, answering each synthesis after ``delay`` seconds with the
-    names and numbers of the fragments it was sent (remd.consolidate.key_terms), once each and
-    as many as the token target the prompt states allows: a faithful answer of the asked size,
-    so the cluster commits.
+    fragments it was sent merged (tests.llm_server.merged_answer: every detail kept, within
+    the target), so the cluster commits.
     ``in_flight[model]`` counts the calls being answered now per model name
     (each child asks under its own, so calls a killed child left behind are not counted)."""
 
@@ -272,16 +270,7 @@ class EchoLLM(LLMServer):
         self._model.name = str(body.get("model"))
         with self._count:
             self.in_flight[self._model.name] += 1
-        sent = " ".join(str(msg.get("content", "")) for msg in body.get("messages", []))
-        text = " ".join(html.unescape(f) for f in _FRAGMENT.findall(sent))
-        target = _TARGET.search(" ".join(sent.split()))
-        limit = int(target.group(1)) if target else 1 << 30
-        kept: list[str] = []
-        for term in sorted(key_terms(text)):
-            if _COUNT.count(" ".join([*kept, term])) > limit:
-                break
-            kept.append(term)
-        return replace(behaviour, content=json.dumps({"synthesis": " ".join(kept) or "nothing"}))
+        return replace(behaviour, content=merged_answer(body))
 
     def end(self) -> None:
         super().end()

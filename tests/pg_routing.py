@@ -47,7 +47,8 @@ ALLOWED: dict[str, str] = {
         "opening a store: the token encoding is recorded only while the database is empty",
     r"GROUP BY (\w+\.)?namespace$":
         "the daemon's tick: each namespace's trigger measures, one grouped statement for all",
-    r"^SELECT rid, namespace, content FROM nodes WHERE embedded = \$1 ORDER BY rid LIMIT":
+    r"^SELECT rid, namespace, content, id, created_at, judged FROM nodes WHERE embedded = \$1 "
+    r"ORDER BY rid LIMIT":
         "the daemon's embedding backlog, oldest first across namespaces",
     r"^SELECT DISTINCT namespace FROM nodes":
         "listing the namespaces (remd namespaces, the LangGraph store's list)",

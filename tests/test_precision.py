@@ -259,6 +259,7 @@ def test_the_floor_reads_scores_without_the_speaker_prior() -> None:
         base: float
         speaker: float = 1.0
         outdated_by: int | None = None
+        vector: float = 0.9  # like the query: not a weak pack
 
     cfg = InjectConfig(floor_spread=0.0, floor_gap=0.6)
     # Boosted, the second item would fall to 0.45 of the first: a gap. Without the prior the

@@ -29,9 +29,9 @@ from remd import (
 )
 from remd.cli import main
 from remd.consolidate import target_tokens
-from remd.merge import synthesis_limit
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
+from remd.merge import synthesis_limit
 from remd.pgstore import is_url
 from remd.rem import ClusterOutcome, get_run
 from remd.synthesis import LLMSynthesiser
