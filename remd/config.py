@@ -155,8 +155,9 @@ class InjectConfig(_Section):
         "pack is empty (0: off)"))
     floor_weak: float = Field(0.46, ge=0, le=1, description=(
         "relevance floor: when no packed memory is at least this similar to the query "
-        "(cosine), only the best one is kept: a question about nothing much stored gets one "
-        "memory, not a pack of near misses (0: off)"))
+        "(cosine), only the best one is kept, with at most one more as like the query (within "
+        "0.03): a question about nothing much stored gets one or two memories, not a pack of "
+        "near misses (0: off)"))
     floor_spread: float = Field(0.1, ge=0, le=1, description=(
         "relevance floor: an item must score at least the weakest score of the filled pack "
         "plus this share of the way to the best (0: off)"))

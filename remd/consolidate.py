@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 log = get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
+_CHANGED = "a member changed since the run was planned"
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]], int]  # ..., target tokens
 Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser
 
@@ -148,16 +149,20 @@ class ClusterWriter:
             frags = [f for f in frags if f.id in ids]
             if len(members) < 2 or len(members) != len(ids):
                 return members, "the synthesis names members that are not the cluster's"
-        cov = coverage(answer, frags)
-        if cov < self.engine.config.rem.min_coverage:
-            return members, (f"synthesis keeps {cov:.0%} of the members' names and numbers "
-                             f"(< {self.engine.config.rem.min_coverage:.0%})")
         lost = {k: missing(self.m.content[self.m.rids[k]], answer.synthesis) for k in members}
         kept = [k for k in members if not lost[k]]
+        # Of the members it would fold, the answer must name the names and numbers (an LLM
+        # talked out of its job by a memory's text writes something else).
+        ids = {self.m.ids[k] for k in kept}
+        cov = coverage(answer, [f for f in frags if f.id in ids]) if kept else 0.0
+        if len(kept) >= 2 and cov < self.engine.config.rem.min_coverage:
+            return members, (f"synthesis keeps {cov:.0%} of the members' names and numbers "
+                             f"(< {self.engine.config.rem.min_coverage:.0%})")
         if len(kept) < 2:
             words = sorted({w for k in members for w in lost[k]})
-            return members, ("the synthesis would lose details its members hold: "
-                             + ", ".join(words[:8]) + ("…" if len(words) > 8 else ""))
+            return members, ("the synthesis would lose details its members hold (names and "
+                             "numbers, words): " + ", ".join(words[:8])
+                             + ("…" if len(words) > 8 else ""))
         return kept, None
 
     def preview(self, job: Job, answer: Answer) -> dict[str, Any]:
@@ -185,7 +190,7 @@ class ClusterWriter:
                 [self.ns, *(self.m.rids[k] for k in members)]).fetchall()
             if reason is None and (len(rows) != len(members)
                                    or any(r[2] != "live" for r in rows)):
-                reason = "a member changed since the run was planned"
+                reason = _CHANGED
             before = [{"id": r[1], "status": r[2], "importance": r[3], "deprecated_by": r[4]}
                       for r in rows]
             synthesis_id = None
@@ -218,7 +223,10 @@ class ClusterWriter:
             # fault, and a run over distinct facts may leave thousands alone (debug; the run's
             # `skipped` count and its outcomes say why); a failed or unfaithful synthesis is one
             # (warning).
-            emit = log.debug if isinstance(answer, NotDenser) else log.warning
+            # A member that changed meanwhile (an agent's newer save updated it) is the shared
+            # file at work, not a fault either.
+            routine = isinstance(answer, NotDenser) or reason == _CHANGED
+            emit = log.debug if routine else log.warning
             emit("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
                  cluster=no, size=len(members), reason=reason)
         return {"cluster_no": no, "status": status,

@@ -274,9 +274,9 @@ def match_expression(conn: apsw.Connection, namespace: str, terms: dict[str, str
 def search(conn: apsw.Connection, match: Match, limit: int, namespace: str, *,
            filtered: bool = False) -> list[tuple[int, float]]:
     """(rid, bm25 score, higher is better) of the best ``limit`` matches, any status, of the
-    file on SQLite, of ``namespace`` on PostgreSQL; ``filtered``: only ``namespace``'s live
-    and deprecated nodes (a join per matching posting: for when most matches are others' or
-    dead)."""
+    file on SQLite, of ``namespace`` on PostgreSQL; ``filtered``: only ``namespace``'s live,
+    deprecated and superseded nodes (a join per matching posting: for when most matches are
+    others' or dead)."""
     if is_postgres(conn):
         scored = conn.execute(*bm25_read(match, limit, namespace, filtered=filtered))
         return [(int(rid), float(score)) for rid, score in scored]
@@ -288,7 +288,8 @@ def search(conn: apsw.Connection, match: Match, limit: int, namespace: str, *,
         rows = conn.execute("SELECT n.rid, bm25(node_fts) AS s FROM node_fts "
                             "JOIN nodes n ON n.rid = node_fts.rowid "
                             "WHERE node_fts MATCH ? AND n.namespace = ? "
-                            "AND n.status IN ('live', 'deprecated') ORDER BY s LIMIT ?",
+                            "AND n.status IN ('live', 'deprecated', 'superseded') "
+                            "ORDER BY s LIMIT ?",
                             (expr, namespace, limit))
     return [(int(rid), -float(s)) for rid, s in rows]
 
@@ -303,7 +304,7 @@ def bm25_read(match: Match, limit: int, namespace: str, *, filtered: bool = Fals
     as Python's arithmetic is; the stems and counts are two arrays: one statement text,
     prepared once. Sent ahead with other reads by inject (PgConnection.prefetch)."""
     keep = ("JOIN nodes n ON n.namespace = ? AND n.rid = t.rid "
-            "AND n.status IN ('live', 'deprecated') " if filtered else "")
+            "AND n.status IN ('live', 'deprecated', 'superseded') " if filtered else "")
     stems = sorted(match.postings)
     return (
         "SELECT t.rid, sum(GREATEST(ln((s.docs - d.n + 0.5) / (d.n + 0.5)), 1e-6) * t.tf "

@@ -3,9 +3,12 @@
 A hit on a live memory counts for itself. A hit on a fragment a REM run deprecated counts for
 the live synthesis that absorbed it (``deprecated_by``, followed for a few hops): a synthesis is
 as long as several fragments and its vector is their centroid, so a question about one fragment
-matches the fragment far better than its synthesis. Superseded, forgotten and other-namespace
-nodes stand for nothing. Statuses come from the node mirror (:mod:`remd.nodemirror`); only the
-folded fragments need SQL.
+matches the fragment far better than its synthesis. A hit on a superseded memory counts for the
+live memory that superseded it (its ``SUPERSEDES`` edge): the question was about what changed,
+and an update in everyday words ("I moved the repo to Codeberg") often shares no word with the
+question its old version answered ("Where is my side project hosted?"). Forgotten and
+other-namespace nodes stand for nothing. Statuses come from the node mirror
+(:mod:`remd.nodemirror`); only the folded and superseded ones need SQL.
 """
 
 from __future__ import annotations
@@ -26,18 +29,21 @@ def stand_ins(nodes: NodeMirror, conn: apsw.Connection, rids: Iterable[int]
 
     A synthesis is as long as several fragments and its vector is their centroid, so a
     question about one fragment matches the fragment far better than its synthesis; the
-    fragment's match is evidence for the synthesis that now carries its words. Superseded,
+    fragment's match is evidence for the synthesis that now carries its words. A superseded
+    memory stands for the memory that superseded it (the latest live ``SUPERSEDES`` edge);
     forgotten and other-namespace nodes stand for nothing.
     """
     current = {int(r): int(r) for r in rids}  # original rid -> node to look at
     out: dict[int, int] = {}
     live, deprecated = nodemirror.STATUS["live"], nodemirror.STATUS["deprecated"]
+    superseded = nodemirror.STATUS["superseded"]
     for _ in range(4):  # a synthesis folded again by a later run: follow it
         if not current:
             break
         found, pos = nodes.positions(sorted(set(current.values())))
         status = dict(zip(found.tolist(), nodes.status[pos].tolist(), strict=True))
         folded = [r for r, st in status.items() if st == deprecated]
+        replaced = [r for r, st in status.items() if st == superseded]
         nxt: dict[int, int] = {}
         if folded:  # only these need SQL: the synthesis that absorbed each
             marks = ",".join("?" * len(folded))
@@ -45,12 +51,19 @@ def stand_ins(nodes: NodeMirror, conn: apsw.Connection, rids: Iterable[int]
                 f"SELECT n.rid, s.rid FROM nodes n JOIN nodes s "
                 f"ON s.id = n.deprecated_by AND s.namespace = n.namespace "
                 f"WHERE n.rid IN ({marks})", folded)}
+        if replaced:  # the newest memory that superseded each (ascending: the last one wins)
+            marks = ",".join("?" * len(replaced))
+            nxt.update({int(r): int(s) for r, s in conn.execute(
+                f"SELECT n.rid, s.rid FROM nodes n JOIN edges e ON e.namespace = n.namespace "
+                f"AND e.dst = n.id AND e.type = 'SUPERSEDES' AND e.live = 1 "
+                f"JOIN nodes s ON s.namespace = n.namespace AND s.id = e.src "
+                f"WHERE n.rid IN ({marks}) ORDER BY e.created_at, e.eid", replaced)})
         follow: dict[int, int] = {}
         for orig, rid in current.items():
             st = status.get(rid)
             if st == live:
                 out[orig] = rid
-            elif st == deprecated and rid in nxt:
+            elif st in (deprecated, superseded) and rid in nxt:
                 follow[orig] = nxt[rid]
         current = follow
     return out

@@ -97,6 +97,8 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
         for rank, (other, cos) in enumerate(near):
             if other.id in superseded or other.id == new.id:
                 continue
+            if other.created_at == new.created_at:
+                continue  # told at one moment (one save_many): neither is the later word
             margin = cos - near[1][1] if rank == 0 and len(near) > 1 else 0.0
             newer, older = ((new.id, new.content), (other.id, other.content))
             if (other.created_at, other.rid) > (new.created_at, new.rid):

@@ -187,7 +187,7 @@ _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sun
 _LABELS = tx.word_set(
     "note notes item entry part no number id ticket issue bug case order invoice room flight "
     "bus tram line page table seat gate platform step pr commit build release run batch "
-    "project team unit group phase stage sprint")
+    "project team unit group phase stage sprint memory topic")
 _MONTH = re.compile(r"\b(?:" + "|".join(tx.MONTHS) + r")\b")
 _TITLES = tx.word_set("dr dr. mr mr. mrs mrs. ms ms. prof")
 # A word mixing letters and digits: a password, a key, a region, a version ("sunflower88",

@@ -10,6 +10,7 @@ Other conftests load the fixtures with ``pytest_plugins = ["tests.llm_server"]``
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -102,26 +103,38 @@ def slow(seconds: float, drip: float | None = None, *, merging: bool = False) ->
                      seconds=seconds, drip=drip)
 
 
-_FRAGMENT = re.compile(r'<fragment id="[^"]*" date="(?P<date>[^"]*)"[^>]*>\n(?P<text>.*?)\n'
-                       r'</fragment>', re.DOTALL)
+_FRAGMENT = re.compile(r'<fragment id="(?P<id>[^"]*)" date="(?P<date>[^"]*)"[^>]*>\n'
+                       r'(?P<text>.*?)\n</fragment>', re.DOTALL)
+
+
+@functools.cache
+def _embedder() -> Any:
+    from remd.embed import MiniLMEmbedder
+
+    return MiniLMEmbedder()
 
 
 def merged_answer(body: dict[str, Any]) -> str:
     """A faithful model: the fragments of a synthesis request merged by remd's own offline
-    merge (every detail kept, within the request's target), as a JSON answer; the first
-    fragment alone when they can't be merged."""
+    synthesiser (every detail kept; when they can't all be merged, the ones that can), as a
+    JSON answer with its names, causes and dates; the first fragment when none can be."""
     from remd.errors import NotDenser
-    from remd.merge import merge
+    from remd.synthesis import Fragment, OfflineSynthesiser
     from remd.tokens import TokenCounter
 
-    prompt = body["messages"][-1]["content"]
-    found = [(html.unescape(m.group("text")), m.group("date")) for m in _FRAGMENT.finditer(prompt)]
-    times = [datetime.fromisoformat(d).replace(tzinfo=UTC).timestamp() for _, d in found]
+    found = list(_FRAGMENT.finditer(body["messages"][-1]["content"]))
+    texts = [html.unescape(m.group("text")) for m in found]
+    embedder = _embedder()
+    frags = [Fragment(id=m.group("id"), content=text, importance=0.5, vector=vector,
+                      created_at=datetime.fromisoformat(m.group("date")).replace(
+                          tzinfo=UTC).timestamp())
+             for m, text, vector in zip(found, texts, embedder.embed(texts), strict=True)]
+    synth = OfflineSynthesiser(count=TokenCounter().count, embed=embedder.embed)
     try:
-        text = merge([t for t, _ in found], times, count=TokenCounter().count).text
+        answer = synth.synthesise(frags, target_tokens=1)
     except NotDenser:
-        text = found[0][0] if found else "nothing"
-    return json.dumps({"synthesis": text, "key_entities": [], "importance": 0.5})
+        return json.dumps({"synthesis": frags[0].content if frags else "nothing"})
+    return answer.model_dump_json(exclude={"replaces"})
 
 
 def huge(n_chars: int) -> Behaviour:

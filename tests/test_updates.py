@@ -171,6 +171,25 @@ def test_without_an_embedder_updates_are_judged_at_save(db_path: Path, clock: Cl
         assert m.store.scalar("SELECT count(*) FROM nodes WHERE judged = 0") == 0
 
 
+def test_the_question_an_old_version_answered_finds_its_update(
+        db_path: Path, clock: Clock) -> None:
+    # The update shares no word with the question; the version it replaced does. Its match
+    # counts for the update (remd.standins), as a folded fragment's counts for its synthesis.
+    with Memory(db_path, clock=clock) as m:
+        (old,) = saved(m, clock, "My side project, a recipe scaler app, is hosted on GitLab.")
+        saved(m, clock, *UNRELATED)
+        (new,) = saved(m, clock, f"Moved the repo over to Codeberg, replaces [[memory:{old}]]")
+        assert m.get(old).status is NodeStatus.SUPERSEDED
+        clock.step()
+        for budget in (40, 200):
+            pack = m.inject("Where is my side project hosted?", budget)
+            assert pack.items and pack.items[0].id == new
+            assert "GitLab" not in pack.text
+        with Memory(db_path, clock=clock, embedder=None) as lexical_only:
+            got = lexical_only.inject("side project hosted", 200)  # words only: bm25
+            assert new in [it.id for it in got.items] and "GitLab" not in got.text
+
+
 def test_controls_stay(db_path: Path, clock: Clock) -> None:
     with Memory(db_path, clock=clock) as m:
         saved(m, clock, "I like jazz, mostly old Blue Note records.", *UNRELATED,

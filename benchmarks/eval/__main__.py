@@ -9,7 +9,8 @@ Sections: ``locomo`` (evidence recall vs BM25 / dense / RRF / recency), ``drift`
 updates with varied phrasing), ``memorylens`` (memorylens-bench 0.4.0 with remd as a backend),
 ``rem`` (LoCoMo recall and live nodes before and after a forced REM cycle), ``personal``
 (forty personal memories: the right one first at 40 tokens, tokens used with the relevance
-floor, nothing stale).
+floor, nothing stale), ``truth`` (everyday updates, fact edits, no-loss consolidation and a
+simulated life against the truth issue's targets: benchmarks/eval/truth.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from benchmarks.eval.report import machine_line
 from remd.logs import configure_logging
 
-SECTIONS = ("locomo", "drift", "memorylens", "rem", "personal")
+SECTIONS = ("locomo", "drift", "memorylens", "rem", "personal", "truth")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -79,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.eval import personal
 
         personal.section()
+    if "truth" in args.only:
+        from benchmarks.eval import truth
+
+        truth.main(["--skip", "life"] if args.quick else [])
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0
 
