@@ -45,6 +45,7 @@ log = get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
 _CHANGED = "a member changed since the run was planned"
+_LOSES = "the synthesis would lose details"
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]], int]  # ..., target tokens
 Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser
 
@@ -160,7 +161,7 @@ class ClusterWriter:
                              f"(< {self.engine.config.rem.min_coverage:.0%})")
         if len(kept) < 2:
             words = sorted({w for k in members for w in lost[k]})
-            return members, ("the synthesis would lose details its members hold (names and "
+            return members, (_LOSES + " its members hold (names and "
                              "numbers, words): " + ", ".join(words[:8])
                              + ("…" if len(words) > 8 else ""))
         return kept, None
@@ -225,8 +226,11 @@ class ClusterWriter:
             # (warning).
             # A member that changed meanwhile (an agent's newer save updated it) is the shared
             # file at work, not a fault either.
+            # A synthesis that would drop a member's detail is the detail check at work: the
+            # members stay live, and the run's outcomes say which words (info).
             routine = isinstance(answer, NotDenser) or reason == _CHANGED
-            emit = log.debug if routine else log.warning
+            emit = log.debug if routine else (
+                log.info if reason.startswith(_LOSES) else log.warning)
             emit("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
                  cluster=no, size=len(members), reason=reason)
         return {"cluster_no": no, "status": status,
