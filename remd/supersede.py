@@ -45,6 +45,7 @@ SCANNED = 32  # Hamming candidates whose exact cosine is read
 JUDGED = 8  # nearest live memories a new memory is judged against
 TAG_CAP = 256  # a tag on more memories than this is too common to propose candidates
 MAX_UPDATES = 2  # older memories one new memory may update
+UNALIKE = 0.3  # cosine under which two memories are about different things, never judged
 USER = "user"  # edges.retired_by of a decision the user undid: never made again
 _MODEL = "llm"  # edges.retired_by of an offline decision the LLM judge replaced
 DECIDED = (EdgeType.SUPERSEDES.value, EdgeType.CONTRADICTS.value)
@@ -99,6 +100,8 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
                 continue
             if other.created_at == new.created_at:
                 continue  # told at one moment (one save_many): neither is the later word
+            if 0.0 < cos < UNALIKE:
+                continue  # about something else (no vectors: 0, their words are compared)
             margin = cos - near[1][1] if rank == 0 and len(near) > 1 else 0.0
             newer, older = ((new.id, new.content), (other.id, other.content))
             if (other.created_at, other.rid) > (new.created_at, new.rid):
@@ -139,11 +142,13 @@ def nearest_live(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | No
     ranked: dict[int, float] = dict.fromkeys(keys, 0.0)
     if q is not None:
         ranked.update(exact(conn, ns, np.fromiter(keys, np.int64, len(keys)), q))
+    # Texts of the nearest only (the bit scan's candidates are mostly live, unfolded ones).
+    order = sorted(ranked, key=lambda r: (-ranked[r], r))[:2 * JUDGED]
     rows = {int(r[0]): r for r in rows_in(
         conn, "SELECT rid, id, content, created_at FROM nodes WHERE namespace = ? "
               "AND status = 'live' AND kind != 'synthesis' AND rid IN ({marks})",
-        sorted(keys), (ns,))}
-    best = sorted((rid for rid in ranked if rid in rows), key=lambda r: (-ranked[r], r))
+        sorted(order), (ns,))}
+    best = [rid for rid in order if rid in rows]
     return [(Other(rid=r, id=str(rows[r][1]), content=str(rows[r][2]),
                     created_at=float(rows[r][3])), ranked[r]) for r in best[:JUDGED]]
 
@@ -161,11 +166,14 @@ def decided_by(conn: apsw.Connection, ns: str, newer: str) -> list[Other]:
 
 def _tag_neighbours(conn: apsw.Connection, ns: str, rid: int) -> list[int]:
     """Live memories sharing the most of ``rid``'s specific tags (each on at most TAG_CAP)."""
+    # CROSS JOIN keeps SQLite's join order: the memory's few tags first, then each tag's
+    # live members by node_tags_live_top (left to itself it scanned the namespace's tags).
     rows: Any = conn.execute(
         "SELECT b.rid, count(*) AS shared FROM node_tags a "
         "JOIN tags t ON t.namespace = a.namespace AND t.tid = a.tid AND t.df <= ? "
-        "JOIN node_tags b ON b.namespace = a.namespace AND b.tid = a.tid AND b.live = 1 "
-        "WHERE a.namespace = ? AND a.rid = ? AND b.rid != ? "
+        "CROSS JOIN node_tags b "
+        "WHERE a.namespace = ? AND a.rid = ? AND b.namespace = a.namespace "
+        "AND b.tid = a.tid AND b.live = 1 AND b.rid != ? "
         "GROUP BY b.rid ORDER BY shared DESC, b.rid DESC LIMIT ?",
         (TAG_CAP, ns, rid, rid, JUDGED)).fetchall()
     return [int(r[0]) for r in rows]

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -289,6 +290,12 @@ def _month(name: str) -> int:
 
 
 def find_dates(text: str, bare_months: bool = False) -> list[DateSpan]:
+    """The dates a text writes (see :func:`_find_dates`; cached, the spans are frozen)."""
+    return list(_find_dates(text, bare_months))
+
+
+@lru_cache(maxsize=4096)
+def _find_dates(text: str, bare_months: bool) -> tuple[DateSpan, ...]:
     """The dates a text writes, in order: ISO days, "14 Mar 2025", "March 14th, 2025",
     "14/03/2025" (day and month left out: the order is ambiguous), "March 2025"; with
     ``bare_months``, also a month after a time word ("in June"). A day written without a year
@@ -334,7 +341,7 @@ def find_dates(text: str, bare_months: bool = False) -> list[DateSpan]:
         if (cur.year is None and cur.day is not None and nxt.year is not None
                 and _LIST_SEP.fullmatch(text[cur.end:nxt.start]) is not None):
             out[i] = DateSpan(cur.start, cur.end, cur.surface, nxt.year, cur.month, cur.day)
-    return out
+    return tuple(out)
 
 
 _TIME_WORDS = word_set(

@@ -199,6 +199,7 @@ _UNIT_AFTER = re.compile(r"\d+(?:[.,:]\d+)*\s*([a-z%$€£]+)")
 _WORD_BEFORE = re.compile(r"([a-z]+)\s+[$€£]?\d")
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """A light suffix stripper: what "headquartered"/"headquarters", "manages"/"manager",
     "publishes"/"publish" share."""
@@ -275,9 +276,10 @@ def read(text: str) -> Reading:
         kinds.add("code")
     value_words = {w for n in names for w in n.split()}
     words = frozenset(
-        _stem(w) for w in tx.content_words(body)
-        if w not in _FRAME_STOP and w not in value_words and not any(c.isdigit() for c in w)
-        and len(_stem(w)) >= 3)
+        s for s in (_stem(w) for w in tx.content_words(body)
+                    if w not in _FRAME_STOP and w not in value_words
+                    and not any(c.isdigit() for c in w))
+        if len(s) >= 3)
     return Reading(
         text=body, words=words, names=names, sure=sure, codes=codes, times=times, numbers=numbers,
         dates=dates,
