@@ -12,7 +12,8 @@ scores high; one with no tag at all ("lol") scores 0. Inject multiplies a candid
 by ``(1 - w) + w * information`` (``inject.chatter_weight``).
 
 Reads the tags of the candidates (cached by the node mirror, which the packer reads anyway)
-and the document frequencies of those tags (the graph cache): bounded by the candidates.
+and the document frequencies of those tags (the graph cache) of the best :data:`WEIGHED`
+candidates: bounded by the pack, not by the candidates.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from remd.graphcache import TagGraphCache
 from remd.nodemirror import NodeMirror
 
 TOP = 3  # a memory's most specific tags that count
+WEIGHED = 64  # best candidates whose information is read (more than a pack holds)
 
 
 class Weighted(Protocol):
@@ -52,10 +54,19 @@ def information(conn: apsw.Connection, mirror: NodeMirror, cache: TagGraphCache,
 
 def weigh(conn: apsw.Connection, mirror: NodeMirror, cache: TagGraphCache,
           cands: Sequence[Weighted], weight: float) -> None:
-    """Multiply each candidate's score by ``(1 - weight) + weight * information``."""
+    """Multiply each candidate's score by ``(1 - weight) + weight * information``.
+
+    Only the best :data:`WEIGHED` are read; the rest take the lowest factor, ``1 - weight``.
+    That changes no order a pack can see: a weighed candidate keeps at least ``1 - weight``
+    of a score at least as high as any unweighed one's."""
     if weight <= 0 or not cands:
         return
-    info = information(conn, mirror, cache, [c.rid for c in cands])
-    for c in cands:
+    ranked = sorted(cands, key=lambda c: (-c.base, c.rid))
+    best = ranked[:WEIGHED]
+    info = information(conn, mirror, cache, [c.rid for c in best])
+    for c in best:
         c.info = info.get(c.rid, 0.0)
         c.base *= (1.0 - weight) + weight * c.info
+    for c in ranked[WEIGHED:]:
+        c.info = 0.0
+        c.base *= 1.0 - weight

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import apsw
 
 from remd import text as tx
-from remd.updates import judge, read
+from remd.updates import UNALIKE, judge, read
 from remd.vectors import stored
 
 CHECKED = 48  # best candidates whose edges to newer memories are looked up
@@ -90,23 +90,31 @@ def _asked(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
     if len(near) < 2:
         return []
     rids = [c.rid for c in near]
-    marks = ",".join("?" * len(rids))
+    vecs = stored(conn, ns, rids)
+
+    def cosine(a: int, b: int) -> float:
+        return float(vecs[a] @ vecs[b]) if a in vecs and b in vecs else 0.0
+
+    # Pairs less than UNALIKE alike are about different things: their texts are not read.
+    pairs = [(a, b) for a in near for b in near if a.created_at < b.created_at
+             and not 0.0 < cosine(a.rid, b.rid) < UNALIKE]
+    if not pairs:
+        return []
+    wanted = sorted({c.rid for pair in pairs for c in pair})
+    marks = ",".join("?" * len(wanted))
     texts = {int(r): str(t) for r, t in conn.execute(
         f"SELECT rid, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
-        (ns, *rids))}
+        (ns, *wanted))}
     readings = {rid: read(text) for rid, text in texts.items()}
     if sum(1 for r in readings.values() if not r.chat) < 2:
         return []  # a transcript's turns: none is ever stale
-    vecs = stored(conn, ns, rids)
     named = {n.casefold() for n in tx.names(query)}  # "the Stripe test key": about Stripe
     out = []
-    for a in near:
-        for b in near:
-            if a.created_at >= b.created_at or a.rid not in readings or b.rid not in readings:
-                continue
+    for a, b in pairs:
+        if a.rid in readings and b.rid in readings:
             if named and (named & readings[a.rid].names) != (named & readings[b.rid].names):
                 continue  # one of them is about what the question names, the other not
-            cos = float(vecs[a.rid] @ vecs[b.rid]) if a.rid in vecs and b.rid in vecs else 0.0
+            cos = cosine(a.rid, b.rid)
             if judge(readings[a.rid], readings[b.rid], cos, asked=True) is not None:
                 out.append((a.rid, b.rid))
     return out

@@ -35,7 +35,7 @@ from remd.errors import InvalidInput, NotFound
 from remd.logs import get_logger
 from remd.models import EdgeType
 from remd.store import rows_in
-from remd.updates import Verdict, VerdictKind, judge, read
+from remd.updates import UNALIKE, Verdict, VerdictKind, judge, read
 from remd.vectors import BitIndex, exact, unit
 
 log = get_logger("remd.supersede")
@@ -45,7 +45,6 @@ SCANNED = 32  # Hamming candidates whose exact cosine is read
 JUDGED = 8  # nearest live memories a new memory is judged against
 TAG_CAP = 256  # a tag on more memories than this is too common to propose candidates
 MAX_UPDATES = 2  # older memories one new memory may update
-UNALIKE = 0.3  # cosine under which two memories are about different things, never judged
 USER = "user"  # edges.retired_by of a decision the user undid: never made again
 _MODEL = "llm"  # edges.retired_by of an offline decision the LLM judge replaced
 DECIDED = (EdgeType.SUPERSEDES.value, EdgeType.CONTRADICTS.value)

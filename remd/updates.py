@@ -377,6 +377,7 @@ WEIGHTS = {
     "kinds_disjoint": -0.9, "nearest": 3.2, "margin": 1.3, "same_person": 0.7, "asked": 1.0,
 }
 UPDATE_AT = 0.9  # probability of a sure update
+UNALIKE = 0.3  # sentence cosine under which two memories are about different things
 MAYBE_AT = 0.75  # of a probable one
 
 
