@@ -8,6 +8,10 @@ directory is given to the ``postgres`` user and the server programs run through
     python -m benchmarks.pg_local start /tmp/remd-pg   # prints the URL of database "remd"
     python -m benchmarks.pg_local stop /tmp/remd-pg
 
+Both may be repeated: ``start`` on a server already running there says "already running" on
+stderr, prints its URL and exits 0; ``stop`` on one that is not running says "not running" and
+exits 0. Exit 1: no PostgreSQL server programs, or ``pg_ctl`` failed (its last line on stderr).
+
 Durability is relaxed for speed (fsync off): for trying and testing, never for data you keep.
 """
 
@@ -45,11 +49,17 @@ class PgServer:
         if start:
             self.start()
 
-    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = list(args)
         if self._as_postgres:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        return subprocess.run(cmd, capture_output=True, text=True, check=True)
+        return subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+    def running(self) -> bool:
+        """Whether a server runs on this directory's data (``pg_ctl status`` exits 0; 3 when
+        stopped, 4 when there is no data directory)."""
+        return self._run(str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "status",
+                         check=False).returncode == 0
 
     def start(self) -> None:
         if self._as_postgres:
@@ -126,10 +136,22 @@ def main(argv: list[str] | None = None) -> int:
         print("no PostgreSQL server programs: pg_config --bindir", file=sys.stderr)
         return 1
     args.directory.mkdir(parents=True, exist_ok=True)
-    if args.action == "stop":
-        PgServer(args.directory.resolve(), found, start=False).stop()
-        return 0
-    server = PgServer(args.directory.resolve(), found)
+    server = PgServer(args.directory.resolve(), found, start=False)
+    try:
+        if args.action == "stop":
+            if server.running():
+                server.stop()
+            else:
+                print("not running", file=sys.stderr)
+            return 0
+        if server.running():
+            print("already running", file=sys.stderr)
+        else:
+            server.start()
+    except subprocess.CalledProcessError as exc:
+        lines = (exc.stderr or "").strip().splitlines() or [str(exc)]
+        print(lines[-1], file=sys.stderr)
+        return 1
     print(server.url())
     return 0
 

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -19,7 +20,7 @@ import click
 
 from remd.config import Config, load_config
 from remd.errors import InvalidInput, RemdError, StoreError, first_line
-from remd.exchange import iso, node_to_dict
+from remd.exchange import iso, node_to_dict, read_lines
 from remd.ingest import check_source, check_tags, check_text
 from remd.logs import configure_logging
 from remd.memory import Memory
@@ -77,12 +78,13 @@ class Ctx:
 
     def memory(self, *, create: bool = False, **kwargs: Any) -> Memory:
         """The Memory of the command. Only commands that create the file (``create``) may
-        open one that does not exist: a typo in --db is an error, not a new empty file."""
-        if is_url(self.db):  # PostgreSQL: a database without remd's tables is "no such"
-            return Memory(self.db, self.namespace, config=self.config, create=create, **kwargs)
-        if not create and not os.path.exists(self.db):
+        open one that does not exist: a typo in --db is an error, not a new empty file, and
+        an empty file stays empty. A bad --config is reported first."""
+        config = self.config
+        if not create and not is_url(self.db) and not os.path.exists(self.db):
             raise StoreError(f"no such database: {self.db}")
-        return Memory(self.db, self.namespace, config=self.config, **kwargs)
+        # PostgreSQL or a file without remd's tables: "no such" too (the store checks)
+        return Memory(self.db, self.namespace, config=config, create=create, **kwargs)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -131,7 +133,8 @@ class _Stderr:
 
 @click.group(cls=RemdGroup)
 @click.option("--db", "db", type=click.Path(dir_okay=False), default=None, callback=_not_empty,
-              help="Database file (default: $REMD_DB, else ./remd.db).")
+              metavar="FILE|URL",
+              help="SQLite file, or a postgresql:// URL (default: $REMD_DB, else ./remd.db).")
 @click.option("--namespace", "namespace", default="default", show_default=True,
               envvar="REMD_NAMESPACE", help="Namespace every command works in.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
@@ -139,7 +142,8 @@ class _Stderr:
 @click.version_option(package_name="remd")
 @click.pass_context
 def main(ctx: click.Context, db: str | None, namespace: str, config_path: str | None) -> None:
-    """remd: long-term memory for LLM agents in one SQLite file."""
+    """remd: long-term memory for LLM agents, in one SQLite file or a PostgreSQL database
+    (--db postgresql://...)."""
     ctx.obj = Ctx(db or os.environ.get("REMD_DB") or "remd.db", namespace, config_path)
     if ctx.invoked_subcommand not in ("serve", "mcp"):  # they configure their own logs
         # stdout carries results only: warnings (an embedder down, ...) go to stderr.
@@ -219,9 +223,7 @@ def get(c: Ctx, node_id: str, as_json: bool) -> None:
         node = m.get(node_id)
         links = m.links(node_id)
     if as_json:  # the fields of export, and the typed edges touching it
-        _echo_json(node_to_dict(node) | {"links": [
-            {"src": e.src, "dst": e.dst, "type": e.type.value, "weight": e.weight,
-             "context": e.context} for e in links]})
+        _echo_json(node_to_dict(node) | {"links": _link_dicts(links)})
         return
     d = node_to_dict(node)
     for key in ("id", "kind", "status", "created_at", "tags", "confidence", "importance",
@@ -239,6 +241,11 @@ _LINK_WORDS = {  # (this memory is the edge's source, its target)
     "CONTRADICTS": ("probably updates", "probably updated by"),
     "DERIVED_FROM": ("derived from", "folded into"),
 }
+
+
+def _link_dicts(links: list[Any]) -> list[dict[str, Any]]:
+    return [{"src": e.src, "dst": e.dst, "type": e.type.value, "weight": e.weight,
+             "context": e.context} for e in links]
 
 
 def _link_lines(node_id: str, links: list[Any]) -> list[str]:
@@ -282,9 +289,12 @@ def history(c: Ctx, node_id: str, as_json: bool) -> None:
     """The SUPERSEDES chain through a memory, oldest first, and what a synthesis came from."""
     with c.memory(embedder=None) as m:
         nodes = m.history(node_id)
-        links = {n.id: m.links(n.id) for n in nodes} if not as_json else {}
-    _print_nodes(nodes, as_json)
-    for n in nodes if not as_json else []:
+        links = {n.id: m.links(n.id) for n in nodes}
+    if as_json:  # the fields of export, and (as get) the typed edges touching each
+        _echo_json([node_to_dict(n) | {"links": _link_dicts(links[n.id])} for n in nodes])
+        return
+    _print_nodes(nodes, False)
+    for n in nodes:
         for line in _link_lines(n.id, links[n.id]):
             click.echo(f"  {n.id} {line}")
 
@@ -340,8 +350,10 @@ def export_cmd(c: Ctx) -> None:
 @pass_ctx
 def import_cmd(c: Ctx, file: Any) -> None:
     """Read JSON lines (from `remd export`, or your own) from FILE or '-'."""
+    # Checked before the database is opened: a refused import leaves no new file behind.
+    batch = read_lines(file, c.config, time.time())
     with c.memory(create=True) as m:
-        result = m.import_lines(file)
+        result = m.import_lines(batch)
     click.echo(f"imported {result.imported}, skipped {result.skipped} already present, "
                f"{result.edges} edges")
 

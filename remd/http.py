@@ -11,14 +11,16 @@ bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
 - ``GET /healthz`` (never needs the token): ``{"status": "ok", ...}``, or 503 with the
   error shape below plus ``"status": "unavailable"``
 
-Logging: one ``http.summary`` event (info) per minute of traffic counts the requests by
-endpoint and status with their mean and slowest latency; the ``http.request`` line of each
+Logging: one ``http.summary`` event (info) per minute of traffic, logged by a timer when the
+minute ends, counts every request (unknown routes, wrong methods and unparsable requests too)
+by endpoint and status with their mean and slowest latency; the ``http.request`` line of each
 request is debug-level (warning for a 5xx), so a busy server's journal grows with time, not
 with traffic.
 
 Errors are ``{"error": {"type", "message"}}`` with 400 (bad input: ``InvalidInput``, or
 ``InvalidJSON`` for a body that is not UTF-8 JSON or holds NaN, an integer too long to read or
-nesting past the parser's limit), 401 (token), 404 (unknown id), 409 (conflict), 413 (body too
+nesting past the parser's limit, or ``InvalidHTTP`` for a request that is not HTTP/1.1, such as
+a malformed ``Content-Length``), 401 (token), 404 (unknown id), 409 (conflict), 413 (body too
 large), 422 (body fails the schema), 502 (LLM), 503 (the database is locked or unusable, or the
 server is overloaded: every connection leased or no file descriptor left; these carry
 ``Retry-After`` and are logged once per cause per minute). Never a 500 for bad input.
@@ -45,13 +47,15 @@ from importlib import metadata
 from typing import Any
 
 import anyio.to_thread
+import h11
 import uvicorn
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from remd.errors import (
     ConfigError,
@@ -97,7 +101,7 @@ class InjectIn(_In):
 
 class FeedbackIn(_In):
     pack_id: str
-    accepted: bool | float = Field(description="true/false, or a grade in [0, 1]")
+    accepted: bool  # as on every front end: 1 and 0.5 are not a yes or a no
 
 
 class _Out(BaseModel):
@@ -143,7 +147,7 @@ class FeedbackOut(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     pack_id: str
-    accepted: float
+    accepted: bool  # echoed as given (the library's target is 1.0 or 0.0)
 
 
 class StatsOut(BaseModel):
@@ -228,14 +232,17 @@ SUMMARY_SECONDS = 60.0
 class RequestLog:
     """Requests since the last ``http.summary`` event. Thread-safe.
 
-    Each request is recorded; the first one recorded ``every`` seconds or more after the window
-    opened logs the summary (so an idle server writes nothing), and :meth:`flush` logs what is
-    left when the server stops. One line a minute replaces one line per request: at 40,000
-    requests those were ~6 MB of journal saying the same thing.
+    Each request is recorded; :meth:`run` (the server's timer thread) logs the summary when the
+    window has lasted ``every`` seconds, and so does the first request recorded past that (if no
+    timer runs); an idle window writes nothing, and :meth:`flush` logs what is left when the
+    server stops. One line a minute replaces one line per request: at 40,000 requests those
+    were ~6 MB of journal saying the same thing.
     """
 
     def __init__(self, every: float = SUMMARY_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        if not every > 0:
+            raise InvalidInput(f"the summary interval must be positive, not {every!r}")
         self.every = every
         self.clock = clock
         self._lock = threading.Lock()
@@ -260,6 +267,13 @@ class RequestLog:
         if due:
             self.flush()
 
+    def run(self, stop: threading.Event) -> None:
+        """Log each window's summary when it ends, until ``stop`` is set (a thread's loop:
+        without it a summary waited for the next request, minutes or hours later)."""
+        while not stop.wait(max(0.0, self.since + self.every - self.clock())):
+            if self.clock() - self.since >= self.every:
+                self.flush()
+
     def flush(self) -> None:
         """Log the summary of the window (nothing if it saw no request) and open a new one."""
         with self._lock:
@@ -281,13 +295,13 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 class _Api:
     def __init__(self, host: EngineHost, token: SecretStr | None, default_namespace: str,
-                 max_body_bytes: int) -> None:
+                 max_body_bytes: int, summary_seconds: float) -> None:
         self.host = host
         self.throttle = Throttle()
         self.token = token
         self.default_namespace = default_namespace
         self.max_body_bytes = max_body_bytes
-        self.requests = RequestLog()
+        self.requests = RequestLog(summary_seconds)
 
     # -- plumbing ------------------------------------------------------------------------
     def endpoint(self, fn: Handler, *, auth: bool = True) -> Handler:
@@ -401,7 +415,8 @@ class _Api:
         data = await self._call(
             self._namespace(body.namespace),
             lambda m: asdict(m.feedback(body.pack_id, body.accepted)))
-        return JSONResponse(FeedbackOut.model_validate(data).model_dump())
+        return JSONResponse(FeedbackOut.model_validate(
+            {**data, "accepted": body.accepted}).model_dump())
 
     async def get(self, request: Request) -> Response:
         node_id = request.path_params["node_id"]
@@ -452,19 +467,28 @@ def _version() -> str:
         return "unknown"
 
 
-async def _not_found(request: Request, exc: Exception) -> Response:
-    return _error(404, "NotFound", f"no route {request.method} {request.url.path}")
+async def no_route(request: Request) -> Response:
+    return _error(404, "NotFound", f"no route {request.method[:20]} {request.url.path[:80]}")
 
 
-async def _not_allowed(request: Request, exc: Exception) -> Response:
-    return _error(405, "MethodNotAllowed", f"{request.method} is not allowed here")
+async def method_not_allowed(request: Request) -> Response:
+    return _error(405, "MethodNotAllowed", f"{request.method[:20]} is not allowed here")
+
+
+def _on_error(handler: Handler) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """``handler`` as Starlette's exception handlers are called."""
+    async def respond(request: Request, exc: Exception) -> Response:
+        return await handler(request)
+
+    return respond
 
 
 def create_app(host: EngineHost, *, token: SecretStr | None = None,
-               default_namespace: str = "default", max_body_bytes: int = 1_048_576) -> Starlette:
+               default_namespace: str = "default", max_body_bytes: int = 1_048_576,
+               summary_seconds: float = SUMMARY_SECONDS) -> Starlette:
     """The Starlette app over ``host``'s engine. ``app.state.api.token`` can be swapped at run
-    time."""
-    api = _Api(host, token, default_namespace, max_body_bytes)
+    time; ``summary_seconds`` is the window of an ``http.summary`` event."""
+    api = _Api(host, token, default_namespace, max_body_bytes, summary_seconds)
     e = api.endpoint
     routes = [
         Route("/healthz", e(api.health, auth=False), methods=["GET"]),
@@ -476,17 +500,41 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
         Route("/v1/feedback", e(api.feedback), methods=["POST"]),
         Route("/v1/stats", e(api.stats), methods=["GET"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
+    # Unknown routes and wrong methods are answered (and counted) like any endpoint.
+    app = Starlette(routes=routes, exception_handlers={
+        404: _on_error(e(no_route, auth=False)), 405: _on_error(e(method_not_allowed, auth=False))})
     app.state.api = api
     return app
 
 
 # -- serving it from a thread of the daemon --------------------------------------------------
+def _http11(requests: RequestLog) -> type[H11Protocol]:
+    """uvicorn's HTTP/1.1 protocol (h11, whatever else is installed), with its answer to a
+    request it cannot parse (a malformed ``Content-Length``, request line or header) in the
+    API's error shape instead of plain text, and counted in ``requests``."""
+
+    class Http11(H11Protocol):
+        def send_400_response(self, msg: str) -> None:
+            body = json.dumps(_error_body(
+                "InvalidHTTP", "request is not valid HTTP/1.1: its request line, a header or "
+                "its Content-Length is malformed")).encode()
+            headers = [(b"content-type", b"application/json"),
+                       (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                          h11.Data(data=body), h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event))
+            self.transport.close()
+            requests.record("unparsable", 400, 0.0)
+
+    return Http11
+
+
 class HttpServer:
     """uvicorn on a thread of this process, on a socket bound up front.
 
     Binding in the constructor means a taken port or a bad host is reported when the daemon
-    starts (ConfigError), and port 0 gives a free port whose number is known at once.
+    starts (ConfigError), and port 0 gives a free port whose number is known at once. A timer
+    thread logs the ``http.summary`` of each window of the app's requests as it ends.
     """
 
     def __init__(self, app: Starlette, host: str, port: int, *, workers: int = 8) -> None:
@@ -504,10 +552,14 @@ class HttpServer:
             raise ConfigError(f"cannot listen on {host}:{port}: "
                               f"{exc.strerror or exc}") from exc
         self.host, self.port = self.sock.getsockname()[:2]
+        self.requests: RequestLog = app.state.api.requests
         self.server = uvicorn.Server(uvicorn.Config(
-            app, log_config=None, access_log=False, lifespan="off",
-            timeout_graceful_shutdown=5))
+            app, http=_http11(self.requests), log_config=None, access_log=False,
+            lifespan="off", timeout_graceful_shutdown=5))
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._summaries = threading.Thread(target=self.requests.run, args=(self._stopping,),
+                                           name="remd-http-summary", daemon=True)
 
     @property
     def alive(self) -> bool:
@@ -526,6 +578,7 @@ class HttpServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise ConfigError(f"HTTP server on {self.host}:{self.port} did not start")
             time.sleep(0.01)
+        self._summaries.start()
 
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
@@ -551,6 +604,9 @@ class HttpServer:
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self.app.state.api.requests.flush()
+        self._stopping.set()
+        if self._summaries.is_alive():
+            self._summaries.join(timeout=10)
+        self.requests.flush()
         with contextlib.suppress(OSError):
             self.sock.close()

@@ -60,25 +60,38 @@ def check_text(text: object, max_chars: int, what: str = "memory text") -> str:
         raise InvalidInput(
             f"{what} is {len(stripped)} characters; the limit is {max_chars}"
         )
-    if "\x00" in stripped:
-        raise InvalidInput(f"{what} contains a NUL character")
-    try:
-        stripped.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} is not valid Unicode (lone surrogate)") from exc
+    check_storable(stripped, what)
     return stripped
 
 
-def check_source(source: object) -> str | None:
-    if source is None:
-        return None
-    if not isinstance(source, str) or len(source) > _SOURCE_MAX or "\x00" in source:
-        raise InvalidInput(f"source must be a string of at most {_SOURCE_MAX} characters")
+def check_storable(text: str, what: str) -> None:
+    """Refuse what no store can hold, in the words every front end shows: a NUL (PostgreSQL
+    text can't hold one) and a lone surrogate (invalid UTF-8 read from argv with
+    surrogateescape, or a JSON ``"\\ud800"``). Raises InvalidInput naming ``what``."""
+    if "\x00" in text:
+        raise InvalidInput(f"{what} contains a NUL character")
     try:
-        source.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInput("source is not valid Unicode") from exc
-    return source
+        raise InvalidInput(f"{what} is not valid UTF-8") from exc
+
+
+def check_field(value: object, what: str, limit: int) -> str | None:
+    """None, or a string of at most ``limit`` characters a store can hold (an optional field:
+    a source, a fact key, an edge's end). Raises InvalidInput naming ``what``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if len(value) > limit:
+        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
+    check_storable(value, what)
+    return value
+
+
+def check_source(source: object) -> str | None:
+    """None or the source. Raises InvalidInput."""
+    return check_field(source, "source", _SOURCE_MAX)
 
 
 def check_tags(tags: Sequence[str] | None) -> list[str]:
@@ -90,10 +103,7 @@ def check_tags(tags: Sequence[str] | None) -> list[str]:
     for raw in tags:
         if not isinstance(raw, str):
             raise InvalidInput(f"tag must be a string, not {type(raw).__name__}")
-        try:
-            raw.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInput("tag is not valid Unicode") from exc
+        check_storable(raw, "tag")
         tag = normalise_tag(raw)
         if tag not in out:
             out.append(tag)

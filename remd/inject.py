@@ -436,15 +436,14 @@ class _Injector:
         seeds = [Seed(tag=n, weight=w, origin="query") for n, w in qseeds.values()]
         seeds += [Seed(tag=n, weight=w, origin="vector") for n, w in vseeds.values()]
         walk = propagate(conn, self.cache, cfg, self.ns, self.spec, {**qseeds, **vseeds})
-        touched = self._graph_candidates(conn, walk, cands)
+        self._graph_candidates(conn, walk, cands)
         for rid, sim in near:
             cands.setdefault(rid, _Candidate(rid)).vector = max(sim, 1e-9)
         for rid, score in lexical:
             cands.setdefault(rid, _Candidate(rid)).lexical = max(score, 1e-9)
-        touched += len(near) + len(cands)
         self._load(cands)
         self._score(cands)
-        touched += self._context(conn, cands)
+        self._context(conn, cands)
         chatter.weigh(conn, self.nodes, self.cache, list(cands.values()), cfg.chatter_weight)
         cues.speaker_boost(conn, self.ns, query, cands, cfg.speaker_weight,
                            lambda rid: cands[rid].kind is NodeKind.SYNTHESIS)
@@ -455,7 +454,8 @@ class _Injector:
             unrelated = cues.unrelated(conn, self.ns, cfg.floor_similarity,
                                        max((s for _, s in near), default=0.0), lexical,
                                        set(self.terms), self.query_tags)
-        return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=touched,
+        # Distinct memories scored (rows read twice count once): at most the namespace's.
+        return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=len(cands),
                        facts=facts, unrelated=unrelated)
 
     def _facts(self, conn: apsw.Connection, query: str, cands: dict[int, _Candidate]) -> int:

@@ -15,7 +15,14 @@ Mapping, reversible:
   with a key that exists forgets the old memory and saves the new one (replace, as LangGraph
   expects); ``put(..., None)`` (delete) forgets it. Forgotten memories stay in the file.
 - ``search`` with a ``query`` ranks by remd's inject (packed to a budget, ``fill=True``);
-  without one, newest first. ``filter`` keeps items whose value has those fields equal.
+  without one, newest first. ``filter`` keeps items whose value matches it as in LangGraph's
+  ``InMemoryStore``: equal fields (nested dicts field by field), or the operators ``$eq``,
+  ``$ne``, ``$gt``, ``$gte``, ``$lt`` and ``$lte`` (the ordering ones compare as numbers; a
+  value that is not one does not match, where ``InMemoryStore`` raises).
+
+Bad input is an :class:`InvalidInput` before any operation of the batch runs: a key that is not
+a string (``BaseStore`` would store ``str(key)``), a negative ``limit`` or ``offset``, another
+filter operator.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ __all__ = ["RemdStore", "from_remd_namespace", "to_remd_namespace"]
 ROOT = "lg"
 _SOURCE = "lg:"
 SEARCH_BUDGET = 4096  # tokens of inject's pack a query search ranks
+_ORDERING = {"$gt": float.__gt__, "$gte": float.__ge__, "$lt": float.__lt__, "$lte": float.__le__}
+OPERATORS = ("$eq", "$ne", *_ORDERING)  # the filter operators LangGraph documents
 
 
 def _label(text: str) -> str:
@@ -84,6 +93,74 @@ def from_remd_namespace(name: str) -> tuple[str, ...]:
     return tuple(_unlabel(p) for p in parts[1:])
 
 
+def _key(key: object) -> str:
+    if not isinstance(key, str):
+        raise InvalidInput(f"a LangGraph key must be a string, not {type(key).__name__} "
+                           f"{quote(key)}")
+    return key
+
+
+def _count(what: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidInput(f"{what} must be a whole number >= 0, not {quote(value)}")
+
+
+def _check_filter(spec: Mapping[str, Any]) -> None:
+    """Refuses an operator ``InMemoryStore`` does not know, or a non-number to order by."""
+    for name, wanted in spec.items():
+        if not isinstance(wanted, Mapping):
+            continue
+        if not any(str(k).startswith("$") for k in wanted):
+            _check_filter(wanted)
+            continue
+        for op, operand in wanted.items():
+            if op not in OPERATORS:
+                raise InvalidInput(f"filter operator {quote(op)} on {quote(name)} is not one of "
+                                   f"{', '.join(OPERATORS)}")
+            if op in _ORDERING and _number(operand) is None:
+                raise InvalidInput(f"filter {op} on {quote(name)} needs a number, not "
+                                   f"{quote(operand)}")
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """``InMemoryStore``'s JSONB-like match of one field (see the module docstring)."""
+    if isinstance(wanted, Mapping):
+        if any(str(k).startswith("$") for k in wanted):
+            return all(_holds(value, op, operand) for op, operand in wanted.items())
+        return isinstance(value, Mapping) and all(_matches(value.get(k), v)
+                                                  for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (isinstance(value, list | tuple) and len(value) == len(wanted)
+                and all(_matches(a, b) for a, b in zip(value, wanted, strict=True)))
+    return bool(value == wanted)
+
+
+def _holds(value: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(value == operand)
+    if op == "$ne":
+        return bool(value != operand)
+    number, bound = _number(value), _number(operand)
+    return number is not None and bound is not None and _ORDERING[op](number, bound)
+
+
+def _check(op: Op) -> None:
+    if isinstance(op, GetOp | PutOp):
+        _key(op.key)
+    elif isinstance(op, SearchOp | ListNamespacesOp):
+        _count("limit", op.limit)
+        _count("offset", op.offset)
+        if isinstance(op, SearchOp) and op.filter:
+            _check_filter(op.filter)
+
+
 class RemdStore(BaseStore):
     """LangGraph's ``BaseStore`` over a remd file (see the module docstring)."""
 
@@ -96,8 +173,32 @@ class RemdStore(BaseStore):
     def _mem(self, namespace: tuple[str, ...]) -> Memory:
         return Memory.bound(self._root.engine, to_remd_namespace(namespace))
 
+    # -- keys stay strings: BaseStore's own get/put/delete would pass str(key) on ---------
+    def get(self, namespace: tuple[str, ...], key: str, *args: Any, **kwargs: Any) -> Item | None:
+        return super().get(namespace, _key(key), *args, **kwargs)
+
+    def put(self, namespace: tuple[str, ...], key: str, *args: Any, **kwargs: Any) -> None:
+        super().put(namespace, _key(key), *args, **kwargs)
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        super().delete(namespace, _key(key))
+
+    async def aget(self, namespace: tuple[str, ...], key: str, *args: Any,
+                   **kwargs: Any) -> Item | None:
+        return await super().aget(namespace, _key(key), *args, **kwargs)
+
+    async def aput(self, namespace: tuple[str, ...], key: str, *args: Any,
+                   **kwargs: Any) -> None:
+        await super().aput(namespace, _key(key), *args, **kwargs)
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        await super().adelete(namespace, _key(key))
+
     # -- batch ----------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        for op in ops:  # all checked first: a bad op leaves the batch unapplied
+            _check(op)
         out: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
@@ -187,7 +288,8 @@ class RemdStore(BaseStore):
                 ranked = [(None, r) for r in rows]
             for score, row in ranked:
                 item = self._item(namespace, row, score, searched=True)
-                if op.filter and any(item.value.get(k) != v for k, v in op.filter.items()):
+                if op.filter and not all(_matches(item.value.get(k), v)
+                                         for k, v in op.filter.items()):
                     continue
                 if isinstance(item, SearchItem):
                     found.append((-(score or 0.0), -float(row[3]), item))

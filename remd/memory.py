@@ -28,7 +28,7 @@ from remd.config import Config
 from remd.embed import Embedder, Vectors
 from remd.engine import Engine, open_engine
 from remd.errors import InvalidInput
-from remd.exchange import ImportResult
+from remd.exchange import ImportBatch, ImportResult
 from remd.feedback import FeedbackResult
 from remd.ingest import Draft, check_namespace, check_source, check_tags, check_text, save_drafts
 from remd.logs import get_logger
@@ -57,7 +57,8 @@ class Memory:
     ``create=False`` opens only an existing database (a missing file, or a PostgreSQL database
     without remd's tables, is a StoreError instead of a new one).
     Raises StoreError (and subclasses) if the file cannot be used, InvalidInput for a bad
-    namespace, ConfigError for a bad configuration.
+    namespace or a path that is neither a string nor os.PathLike, ConfigError for a bad
+    configuration.
     """
 
     def __init__(
@@ -73,6 +74,10 @@ class Memory:
     ) -> None:
         self.namespace = check_namespace(namespace)
         if engine is None:
+            if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
+                # str(5) would be a file named "5" in the working directory
+                raise InvalidInput(f"path must be a string or a path (os.PathLike), "
+                                   f"not {type(path).__name__}")
             engine = open_engine(path, config if config is not None else Config(),
                                  embedder=embedder, clock=clock, create=create)
             self._owns_engine = True
@@ -163,6 +168,8 @@ class Memory:
         Memories are durable batch by batch; with ``embed`` the embedding backlog is then
         processed in the embedder's batches. Raises InvalidInput naming the bad item.
         """
+        if isinstance(texts, str | bytes):  # iterating would save each character
+            raise InvalidInput(f"texts must be a list of texts, not one {type(texts).__name__}")
         drafts = []
         for i, text in enumerate(texts):
             try:
@@ -356,8 +363,10 @@ class Memory:
         """The namespace as JSON lines (see :mod:`remd.exchange`)."""
         return _exchange.export_lines(self.engine, self.namespace)
 
-    def import_lines(self, lines: Iterable[str], *, embed: bool = True) -> ImportResult:
-        """Read JSON lines into the namespace; a bad line imports nothing. Raises
+    def import_lines(self, lines: Iterable[str] | ImportBatch, *,
+                     embed: bool = True) -> ImportResult:
+        """Read JSON lines (or a batch :func:`remd.exchange.read_lines` checked) into the
+        namespace; a bad line imports nothing, and what is already here is skipped. Raises
         InvalidInput naming the line."""
         return _exchange.import_lines(self.engine, self.namespace, lines, embed=embed)
 

@@ -101,13 +101,24 @@ def check_budget(budget: object) -> int:
     return budget
 
 
+def floor_score(item: PackItem) -> float:
+    """What the relevance floor compared (:func:`remd.packer.relevance_floor`): the score
+    before the diversity penalty, without the speaker prior."""
+    return (item.score + item.parts.diversity) / item.parts.speaker
+
+
 def explain(pack: Pack) -> Iterable[str]:
     """Human-readable lines: one block per item with its score parts and activation path."""
     yield (f"pack {pack.pack_id}: {len(pack.items)} item(s), {pack.tokens_used}/{pack.budget} "
            f"tokens; {pack.tags_activated} tags activated, {pack.memories_touched} memories "
            f"touched")
+    floored = pack.stop in ("floor", "gap") and bool(pack.items)
     if pack.stop:
         yield f"stopped ({pack.stop}{', fill' if pack.fill else ''}): {pack.stop_detail}"
+    if floored:  # the floor compares these, so each kept item shows its own
+        weakest = min(pack.items, key=floor_score)
+        yield (f"floor score = (score + diversity) / speaker; the weakest kept: {weakest.id} "
+               f"at {floor_score(weakest):.4f}")
     if pack.seeds:
         yield "seeds: " + ", ".join(f"{s.tag} ({s.origin} {s.weight:.2f})" for s in pack.seeds)
     for rank, item in enumerate(pack.items, 1):
@@ -116,7 +127,8 @@ def explain(pack: Pack) -> Iterable[str]:
                f"x recency {p.recency:.3f} x importance {p.importance:.3f} x date {p.date:g} "
                f"+ context {p.context:.4f} - diversity {p.diversity:.4f}"
                + (f" (fact x{p.fact:g})" if p.fact != 1.0 else "")
-               + (f" (speaker x{p.speaker:g})" if p.speaker != 1.0 else ""))
+               + (f" (speaker x{p.speaker:g})" if p.speaker != 1.0 else "")
+               + (f"; floor score {floor_score(item):.4f}" if floored else ""))
         yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
                f"{p.vector:.3f}, lexical {p.lexical:.3f}; path "
                f"{' -> '.join(item.path) if item.path else '-'}; {item.tokens} tokens")

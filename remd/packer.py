@@ -130,9 +130,11 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
     if cfg.floor_weak > 0 and best_cos < cfg.floor_weak and len(picked) > 1:
         # The best item, and another only if it is about as like the query (two answers).
         kept = picked[:1] + [p for p in picked[1:] if p[0].vector >= best_cos - _WEAK_BAND][:1]
-        return kept, Stop("weak", f"no memory is much like the query (best cosine "
-                                  f"{best_cos:.2f} < floor_weak {cfg.floor_weak:g}): only the "
-                                  "best kept")
+        return kept, Stop("weak", f"no memory is much like the query (the best cosine of "
+                                  f"the filled pack {best_cos:.2f} < floor_weak "
+                                  f"{cfg.floor_weak:g}): "
+                                  + ("only the best item kept" if len(kept) == 1 else
+                                     "the best item kept, and one about as like the query"))
     newer = {c.rid for c, _, _ in picked}
     outdated = [p for p in picked if p[0].outdated_by in newer]
     if outdated and len(outdated) < len(picked):
@@ -141,26 +143,31 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
                                               "memory in the pack probably updates each")
     # The speaker prior orders the pack but makes nothing relevant: the floor reads the
     # scores without it (a question naming Caroline lifts every turn she said).
+    # These "floor scores" are what remd.pack.explain shows of each kept item.
     bases = sorted((c.base / c.speaker for c, _, _ in picked), reverse=True)
     best, edge = bases[0], bases[-1]
     floor = edge + cfg.floor_spread * (best - edge)
-    stop: Stop | None = None
-    if floor > edge:
-        stop = Stop("floor", f"items scoring below {floor:.4f} left out (floor_spread "
-                             f"{cfg.floor_spread:g} of the way from the weakest packed score "
-                             f"{edge:.4f} to the best {best:.4f})")
-
+    gap: tuple[float, float] | None = None
     for above, below in zip(bases, bases[1:], strict=False):
         if below < floor:
             break
         if below < cfg.floor_gap * above:
-            floor = (above + below) / 2
-            stop = Stop("gap", f"the scores fall from {above:.4f} to {below:.4f} (below "
-                               f"floor_gap {cfg.floor_gap:g} of the one above): items under "
-                               f"{floor:.4f} left out")
+            floor, gap = (above + below) / 2, (above, below)
             break
     kept = [p for p in picked if p[0].base / p[0].speaker >= floor]
-    return kept, (stop if len(kept) < len(picked) else None)
+    if len(kept) == len(picked):
+        return kept, None
+    # Every number names an item: a kept one the explanation shows, or one left out.
+    under = [b for b in bases if b < floor]
+    if gap is not None:
+        return kept, Stop("gap", f"{len(under)} item(s) left out: the floor scores fall from "
+                                 f"{gap[0]:.4f} to {gap[1]:.4f} (below floor_gap "
+                                 f"{cfg.floor_gap:g} of the one above), so the floor is "
+                                 f"{floor:.4f}")
+    return kept, Stop("floor", f"{len(under)} item(s) under the floor {floor:.4f} left out, the "
+                               f"best of them at {under[0]:.4f} (floor_spread "
+                               f"{cfg.floor_spread:g} of the way from the weakest item of the "
+                               f"filled pack, {edge:.4f}, to its best, {best:.4f})")
 
 
 def distinct(picked: Picked[S], contents: dict[int, str]) -> Picked[S]:

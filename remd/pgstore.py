@@ -39,8 +39,10 @@ from remd.errors import (
     ReadOnlyStore,
     SchemaVersionError,
     StoreError,
+    first_line,
 )
 from remd.logs import get_logger
+from remd.pgconnect import reach, redact
 from remd.pgsql import as_arrays, group, translate
 
 if TYPE_CHECKING:
@@ -84,20 +86,6 @@ def is_postgres(obj: object) -> bool:
 def shown(path: object) -> str:
     """``path`` as messages and logs may show it: a URL without its password."""
     return redact(path) if isinstance(path, str) and is_url(path) else str(path)
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    import psycopg.conninfo
-
-    try:
-        params = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.Error:
-        return url.split("@")[-1]
-    if "password" in params:
-        params["password"] = "***"
-    host = params.get("host", "")
-    return f"postgresql://{params.get('user', '')}@{host}/{params.get('dbname', '')}"
 
 
 def _migration_sql(name: str) -> str:
@@ -219,7 +207,7 @@ class PgConnection:
         except psycopg.Error as exc:
             raise wrap(exc, self.url) from exc
         except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
-            raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+            raise InvalidInput("value is not valid UTF-8") from exc
 
     def blobs(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         """The rows of a read of binary columns (vectors), bound server-side and returned in
@@ -252,7 +240,7 @@ class PgConnection:
         except psycopg.Error as exc:
             raise wrap(exc, self.url) from exc
         except UnicodeEncodeError as exc:
-            raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+            raise InvalidInput("value is not valid UTF-8") from exc
 
     def prefetch(self, statements: Sequence[Read],
                  then: Callable[[], Sequence[Read]] | None = None) -> None:
@@ -320,7 +308,7 @@ class PgConnection:
         except psycopg.Error as exc:
             raise wrap(exc, self.url) from exc
         except UnicodeEncodeError as exc:
-            raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+            raise InvalidInput("value is not valid UTF-8") from exc
         return cursors
 
     def script(self, sql: str) -> None:
@@ -347,7 +335,7 @@ def wrap(exc: Exception, url: str) -> Exception:
     if isinstance(exc, e.DiskFull):
         return StoreError(f"database {where!r}: disk is full")
     if isinstance(exc, e.OperationalError):
-        return StoreError(f"cannot use database {where!r}: {str(exc).strip()[:200]}")
+        return StoreError(f"cannot use database {where!r}: {first_line(exc).strip()[:200]}")
     return StoreError(f"database {where!r}: {str(exc).strip()[:300]}")
 
 
@@ -393,6 +381,7 @@ class PgStore:
             # sum()/avg() of integers are numeric: the engine computes with floats.
             conn.adapters.register_loader("numeric", FloatLoader)
 
+        reach(url, config)
         try:
             self._pool = ConnectionPool(
                 url, min_size=0, max_size=config.max_connections, open=True,
@@ -433,6 +422,8 @@ class PgStore:
         try:
             raw = self._pool.getconn()
         except psycopg_pool.PoolTimeout as exc:
+            if self._pool.get_stats()["pool_size"] < self.config.max_connections:
+                reach(self.path, self.config)  # the pool could not grow: say why, if it can't
             raise PoolExhausted(
                 f"all {self.config.max_connections} connections to {redact(self.path)!r} are "
                 f"in use (waited {self.config.pool_wait_ms} ms); retry later") from exc

@@ -28,11 +28,11 @@ from remd.errors import (
     DatabaseLocked,
     InvalidInput,
     PoolExhausted,
-    ReadOnlyStore,
     SchemaVersionError,
     StoreError,
 )
 from remd.logs import get_logger
+from remd.walfiles import check_reader, keep, why_read_only
 
 log = get_logger("remd.store")
 
@@ -111,7 +111,7 @@ def _wrap(exc: apsw.Error, path: str) -> StoreError:
     if isinstance(exc, apsw.CorruptError):
         return StoreError(f"database {path!r} is corrupt")
     if isinstance(exc, apsw.ReadOnlyError):
-        return ReadOnlyStore(f"database {path!r} is read-only")
+        return why_read_only(path)  # names a -wal/-shm another user left
     if isinstance(exc, apsw.FullError):
         return StoreError(f"database {path!r}: disk or database is full")
     if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError):
@@ -125,7 +125,8 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
     """Open ``path`` with remd's pragmas and sqlite-vec loaded.
 
     A new file is created with mode 0600 (SQLite then gives the -wal and -shm files the same
-    mode). Raises StoreError if the file can't be opened or is not a database.
+    mode), and they are kept (remd/walfiles.py). Raises StoreError if the file can't be opened
+    or is not a database, ReadOnlyStore if only reading it would block its owner.
     """
     path = str(path)
     if path != ":memory:" and create and not os.path.exists(path):
@@ -136,6 +137,9 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
             pass  # another process created it between our check and open
         except OSError as exc:
             raise StoreError(f"cannot create database {path!r}: {exc.strerror}") from exc
+    if not create and os.path.isfile(path) and not os.path.getsize(path):  # WAL would write
+        raise StoreError(f"no such database: {path!r} is an empty file")
+    check_reader(path)
     flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
     try:
         conn = apsw.Connection(path, flags=flags)
@@ -144,6 +148,7 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
         _wal(conn, config)
+        keep(conn, path)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL
         conn.execute("PRAGMA temp_store=MEMORY")
@@ -267,6 +272,7 @@ class Checkpointer:
                     if conn is None:
                         conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE)
                         conn.set_busy_timeout(self.config.busy_timeout_ms)
+                        keep(conn, self.path)  # it may be the last to close
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.runs += 1
                 except apsw.Error as exc:  # the next commit past the threshold tries again
@@ -397,7 +403,7 @@ class Store:
                 if isinstance(exc, apsw.Error):
                     raise _wrap(exc, self.path) from exc
                 if isinstance(exc, UnicodeEncodeError):  # a bound string with a lone surrogate
-                    raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+                    raise InvalidInput("value is not valid UTF-8") from exc
                 raise
             else:
                 try:
@@ -437,7 +443,7 @@ class Store:
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
             except UnicodeEncodeError as exc:  # a caller's string with a lone surrogate
-                raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+                raise InvalidInput("value is not valid UTF-8") from exc
 
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
         rows = self.query(sql, params)
@@ -465,7 +471,7 @@ class Store:
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
             except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
-                raise InvalidInput("value is not valid Unicode (lone surrogate)") from exc
+                raise InvalidInput("value is not valid UTF-8") from exc
             finally:
                 local.depth = 0
                 _rollback(conn)
@@ -514,6 +520,8 @@ class Store:
                     if int_scalar(conn, "SELECT count(*) FROM sqlite_master "
                                         "WHERE name NOT LIKE 'sqlite_%'"):
                         raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
+                    if not self.create:  # as a missing file is: only init/save/import make one
+                        raise StoreError(f"no such database: {self.path!r} has no remd tables")
                     conn.execute(schema_sql())  # a new file: the whole schema at once
                 else:
                     for _, step in todo:

@@ -179,7 +179,7 @@ def normalise_tag(raw: str) -> str:
         try:
             tag.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise InvalidInput(f"tag {quote(raw)} is not valid Unicode (lone surrogate)") from exc
+            raise InvalidInput(f"tag {quote(raw)} is not valid UTF-8") from exc
     return tag
 
 

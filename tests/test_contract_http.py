@@ -12,6 +12,9 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,9 @@ import pytest
 from mcp import Client
 
 from remd import Memory, load_config
+from remd.http import HttpServer, create_app
+from remd.logs import capture_events
+from remd.serving import EngineHost
 from tests.helpers import hogged
 from tests.test_http import serve
 from tests.test_mcp import session
@@ -233,3 +239,93 @@ def test_serve_on_a_busy_port_fails_with_one_line_on_stderr(db_path: Path) -> No
     assert proc.stdout == ""
     (line,) = proc.stderr.splitlines()
     assert f"127.0.0.1:{port}" in line and "in use" in line, line
+
+
+# -- row 5: a request uvicorn cannot parse ----------------------------------------------------
+def raw_request(port: int, head: str, body: bytes = b"") -> httpx.Response:
+    """Send ``head`` (request line and headers, as written) and ``body`` over a plain socket,
+    as no HTTP client would, and read the answer up to the server's close."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    head_lines, _, content = rest.partition(b"\r\n\r\n")
+    headers = [line.decode().split(":", 1) for line in head_lines.split(b"\r\n") if line]
+    return httpx.Response(int(status_line.split()[1]), content=content,
+                          headers=[(name, value.strip()) for name, value in headers])
+
+
+@pytest.mark.parametrize("length", ["abc", "-1", "1e3", "12, 13", "0x10", ""])
+def test_a_malformed_content_length_answers_the_error_shape(api: httpx.Client, db_path: Path,
+                                                            length: str) -> None:
+    before = written(db_path)
+    r = raw_request(api.base_url.port or 0, "POST /v1/memories HTTP/1.1\nHost: 127.0.0.1\n"
+                    f"Content-Type: application/json\nContent-Length: {length}\n",
+                    b'{"content": "framed badly"}')
+    assert_error_shape(r, 400, "InvalidHTTP")
+    assert "Content-Length" in r.json()["error"]["message"]
+    assert written(db_path) == before
+    assert api.post("/v1/memories", json={"content": "a note"}).status_code == 201
+
+
+# -- row 7: one input rule: a bool for `accepted`, an integer for a budget, echoed as given -------
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/v1/feedback", {"pack_id": "PACK", "accepted": 1}, "accepted"),
+    ("/v1/feedback", {"pack_id": "PACK", "accepted": 0}, "accepted"),
+    ("/v1/feedback", {"pack_id": "PACK", "accepted": 0.5}, "accepted"),
+    ("/v1/feedback", {"pack_id": "PACK", "accepted": 1.0}, "accepted"),
+    ("/v1/feedback", {"pack_id": "PACK", "accepted": "true"}, "accepted"),
+    ("/v1/inject", {"query": "sweets", "token_budget": "50"}, "token_budget"),
+    ("/v1/inject", {"query": "sweets", "token_budget": 50.0}, "token_budget"),
+])
+def test_http_takes_a_bool_for_accepted_and_an_integer_for_a_budget(
+        api: httpx.Client, db_path: Path, path: str, body: dict[str, Any], field: str) -> None:
+    api.post("/v1/memories", json={"content": "I prefer dark chocolate"})
+    pack = api.post("/v1/inject", json={"query": "sweets", "token_budget": 100}).json()
+    before = written(db_path)
+    r = api.post(path, json={k: pack["pack_id"] if v == "PACK" else v for k, v in body.items()})
+    assert_error_shape(r, 422, "ValidationError")
+    assert r.json()["error"]["message"].startswith(f"{field}: ")
+    assert written(db_path) == before
+    # What is taken is echoed as given: a bool stays a bool, the budget the integer sent.
+    for accepted in (False, True):  # the second is not applied, and says what it was given
+        fb = api.post("/v1/feedback", json={"pack_id": pack["pack_id"], "accepted": accepted})
+        assert fb.json()["accepted"] is accepted, fb.text
+    assert pack["budget"] == 100 and isinstance(pack["budget"], int)
+
+
+# -- row 17: one http.summary a minute while there is traffic, every request counted --------------
+def test_the_summary_comes_when_its_window_ends_and_counts_every_request(db_path: Path) -> None:
+    """No request after the window: the summary still comes (a timer logs it), and it counts
+    an unknown route, a wrong method and a request that is not HTTP as well as an endpoint's."""
+    Memory(db_path, embedder=None).close()
+    host = EngineHost(db_path, load_config(env={}), embedder=None)
+    server = HttpServer(create_app(host, summary_seconds=0.2), "127.0.0.1", 0)
+    server.start()
+    try:
+        with capture_events() as logs, httpx.Client(
+                base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            assert api.post("/v1/memories", json={"content": "a note"}).status_code == 201
+            assert api.get("/v1/nothing-here").status_code == 404
+            assert api.delete("/v1/memories/abc").status_code == 405
+            assert raw_request(server.port, "POST /v1/memories HTTP/1.1\nHost: x\n"
+                               "Content-Length: abc\n").status_code == 400
+            deadline = time.monotonic() + 60  # generous: only the event is waited for
+            while sum(e["requests"] for e in list(logs) if e["event"] == "http.summary") < 4:
+                assert time.monotonic() < deadline, "no http.summary while the server ran"
+                time.sleep(0.05)
+            summaries = [e for e in list(logs) if e["event"] == "http.summary"]
+    finally:
+        server.stop()
+        host.close()
+    assert "remd-http-summary" not in {t.name for t in threading.enumerate()}
+    assert all(s["requests"] > 0 for s in summaries)  # a window without traffic logs nothing
+    by_endpoint: Counter[str] = Counter()
+    by_status: Counter[str] = Counter()
+    for s in summaries:
+        by_endpoint.update(s["by_endpoint"])
+        by_status.update(s["by_status"])
+    assert by_endpoint == {"save": 1, "no_route": 1, "method_not_allowed": 1, "unparsable": 1}
+    assert by_status == {"201": 1, "404": 1, "405": 1, "400": 1}

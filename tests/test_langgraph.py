@@ -1,16 +1,22 @@
 """remd.langgraph.RemdStore (issue 21, its LangGraph part): the BaseStore behaviours LangGraph
 documents (put/get/search/delete, namespace listing with prefix and depth, replace by key),
-written from its docs. Real SQLite file, real embedder."""
+written from its docs, and filters checked side by side with LangGraph's own InMemoryStore.
+Real SQLite file, real embedder."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph")
+
+from langgraph.store.base import PutOp  # noqa: E402
+from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from remd import Memory  # noqa: E402
 from remd.errors import InvalidInput  # noqa: E402
@@ -110,3 +116,80 @@ def test_keys_are_independent_even_when_values_state_the_same_fact(store: RemdSt
     home, trip = store.get(ns, "home"), store.get(ns, "trip")
     assert home is not None and home.value == {"text": "My city is Lisbon"}
     assert trip is not None and trip.value == {"text": "My city is Porto"}
+
+
+# -- contract row 8: filters as InMemoryStore applies them; bad input refused -----------------
+_THINGS = {
+    "k1": {"a": 1, "kind": "x", "meta": {"lang": "en", "n": 1}, "tags": ["a", "b"]},
+    "k2": {"a": 2, "kind": "y", "meta": {"lang": "pt"}},
+    "k3": {"a": 2.5, "kind": "x", "tags": ["b"]},
+    "k4": {"a": 3, "kind": "y", "meta": {"lang": "en"}},
+    "k5": {"a": "3", "kind": "x"},  # a numeric string: both stores order it as 3
+    "k6": {"a": 4, "kind": None},
+}
+_FILTERS: list[dict[str, Any]] = [
+    {"a": {"$gt": 2}}, {"a": {"$gte": 2}}, {"a": {"$lt": 2.5}}, {"a": {"$lte": 2.5}},
+    {"a": {"$eq": 2}}, {"a": {"$ne": 2}}, {"a": {"$gt": 1, "$lt": 4}}, {"a": {"$gt": "2"}},
+    {"a": 2}, {"kind": "x"}, {"kind": {"$ne": "x"}}, {"kind": None}, {"missing": {"$ne": 1}},
+    {"a": {"$gte": 2}, "kind": "y"}, {"meta": {"lang": "en"}}, {"meta": {"lang": {"$ne": "pt"}}},
+    {"tags": ["a", "b"]}, {"tags": ["b"]}, {},
+]
+
+
+@pytest.mark.parametrize("spec", _FILTERS, ids=[json.dumps(f) for f in _FILTERS])
+def test_filters_match_side_by_side_with_in_memory_store(store: RemdStore,
+                                                         spec: dict[str, Any]) -> None:
+    reference = InMemoryStore()
+    for key, value in _THINGS.items():
+        for s in (store, reference):
+            s.put(("things",), key, value)
+    expected = sorted(h.key for h in reference.search(("things",), filter=spec))
+    assert sorted(h.key for h in store.search(("things",), filter=spec)) == expected
+
+
+def test_an_item_without_a_number_to_order_by_does_not_match(store: RemdStore) -> None:
+    store.put(("t",), "n", {"a": 5})
+    store.put(("t",), "none", {"b": 5})  # InMemoryStore raises TypeError on float(None) here
+    store.put(("t",), "word", {"a": "five"})
+    assert [h.key for h in store.search(("t",), filter={"a": {"$gt": 2}})] == ["n"]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"filter": {"a": {"$in": [1, 2]}}}, {"filter": {"a": {"$gt": 1, "lt": 3}}},
+    {"filter": {"meta": {"n": {"$regex": "x"}}}}, {"filter": {"a": {"$gt": "two"}}},
+    {"filter": {"a": {"$lte": None}}}, {"limit": -1}, {"offset": -2}, {"limit": 1.5},
+])
+def test_bad_search_input_is_refused(store: RemdStore, kwargs: dict[str, Any]) -> None:
+    store.put(("t",), "k", {"a": 1})
+    with pytest.raises(InvalidInput) as err:
+        store.search(("t",), **kwargs)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError):  # InvalidInput is a ValueError, as InMemoryStore raises
+        asyncio.run(store.asearch(("t",), **kwargs))
+
+
+def test_bad_list_namespaces_input_is_refused(store: RemdStore) -> None:
+    store.put(("t",), "k", {"a": 1})
+    for kwargs in ({"limit": -1}, {"offset": -1}):
+        with pytest.raises(InvalidInput, match="must be a whole number"):
+            store.list_namespaces(**kwargs)
+
+
+def test_a_key_that_is_not_a_string_is_refused(store: RemdStore) -> None:
+    ns = ("t",)
+    store.put(ns, "5", {"text": "five as a string"})
+    for bad in (5, 5.0, None, ("k",)):
+        with pytest.raises(InvalidInput, match="key must be a string"):
+            store.put(ns, bad, {"text": "replaced?"})  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match="key must be a string"):
+            store.get(ns, bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match="key must be a string"):
+            store.delete(ns, bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match="key must be a string"):
+            asyncio.run(store.aput(ns, bad, {"text": "replaced?"}))  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):  # a bad op leaves the whole batch unapplied
+        store.batch([PutOp(ns, "new", {"text": "new"}), PutOp(ns, 7, {"text": "bad"})])  # type: ignore[arg-type]
+    assert store.get(ns, "new") is None
+    item = store.get(ns, "5")
+    assert item is not None and item.value == {"text": "five as a string"}
+    assert [h.key for h in store.search(ns)] == ["5"]
