@@ -35,7 +35,7 @@ from remd.errors import InvalidInput, NotFound
 from remd.logs import get_logger
 from remd.models import EdgeType
 from remd.store import rows_in
-from remd.updates import UNALIKE, Verdict, VerdictKind, judge, read
+from remd.updates import CROWD_BAND, UNALIKE, Verdict, VerdictKind, judge, read
 from remd.vectors import BitIndex, exact, unit
 
 log = get_logger("remd.supersede")
@@ -93,6 +93,9 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
             near.append((Other(rid=prior.rid, id=prior.id, content=prior.content,
                                created_at=prior.created_at), cos))
         near.sort(key=lambda pair: -pair[1])
+        keys = _fact_keys(conn, namespace, [new.rid, *(o.rid for o, _ in near)])
+        top = near[0][1] if near else 0.0
+        crowd = sum(1 for _, c in near if c > 0.0 and c >= top - CROWD_BAND) - 1
         found: list[Decision] = []
         for rank, (other, cos) in enumerate(near):
             if other.id in superseded or other.id == new.id:
@@ -101,6 +104,8 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
                 continue  # told at one moment (one save_many): neither is the later word
             if 0.0 < cos < UNALIKE:
                 continue  # about something else (no vectors: 0, their words are compared)
+            if new.rid in keys and other.rid in keys:
+                continue  # two facts ("my weakest subject is ..."): the fact grammar decides
             margin = cos - near[1][1] if rank == 0 and len(near) > 1 else 0.0
             newer, older = ((new.id, new.content), (other.id, other.content))
             if (other.created_at, other.rid) > (new.created_at, new.rid):
@@ -108,7 +113,7 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
             if (newer[0], older[0]) in vetoed:
                 continue
             verdict = judge(read(older[1]), read(newer[1]), cos, nearest=rank == 0,
-                            margin=margin)
+                            margin=margin, crowd=crowd)
             if verdict is not None:
                 found.append(Decision(newer=newer[0], older=older[0], verdict=verdict))
         found.sort(key=lambda d: -d.verdict.confidence)
@@ -125,6 +130,14 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
         log.info("update.decided", namespace=namespace, newer=d.newer, older=d.older,
                  kind=d.verdict.kind.value, confidence=d.verdict.confidence)
     return decisions
+
+
+def _fact_keys(conn: apsw.Connection, ns: str, rids: Sequence[int]) -> dict[int, str]:
+    """rid -> fact key, of those the fact grammar parsed (remd.facts)."""
+    marks = ",".join("?" * len(rids))
+    rows: Any = conn.execute(f"SELECT rid, fact_key FROM nodes WHERE namespace = ? AND rid IN "
+                             f"({marks}) AND fact_key IS NOT NULL", (ns, *rids)).fetchall()
+    return {int(r): str(k) for r, k in rows}
 
 
 def nearest_live(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | None

@@ -261,6 +261,9 @@ def read(text: str) -> Reading:
                       | {m.group(1) for m in _WEEKDAY.finditer(low)}
                       | {m.group(0) for m in _MONTH.finditer(low)})
     numbers = tuple(_numbers(body))
+    units = {u for _, _, u in numbers if u}  # "5426 USD": a unit, not a name
+    names = frozenset(n for n in names if _stem(n) not in units)
+    sure = frozenset(n for n in sure if _stem(n) not in units)
     kinds = set()
     if numbers:
         kinds.add("money" if any("$" in b or "€" in b or "£" in b for _, b, _ in numbers)
@@ -301,6 +304,8 @@ _PAST = tx.word_set(
     had was were went saw did got made took came met ran broke found gave left lost paid said
     told sent spent wrote won ate drank drove flew fell felt heard hit kept knew led read rode
     sat slept sold spoke stood swam taught thought threw wore bought brought caught fought
+    written done gone seen taken given broken chosen driven eaten fallen forgotten hidden
+    known ridden shown spoken stolen thrown woken worn begun drunk sung swum been
     """)
 
 
@@ -378,6 +383,11 @@ WEIGHTS = {
 }
 UPDATE_AT = 0.9  # probability of a sure update
 UNALIKE = 0.3  # sentence cosine under which two memories are about different things
+# A statement with this many other memories about as alike (within CROWD_BAND of its nearest)
+# is one of a series said in one shape ("The servers behind X sit in Y" for 40 services): a
+# different value there is another thing's, unless a sure cue says one replaced another.
+CROWD = 3
+CROWD_BAND = 0.1
 MAYBE_AT = 0.75  # of a probable one
 
 
@@ -388,13 +398,16 @@ class Evidence:
 
 
 def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
-             margin: float = 0.0, asked: bool = False) -> Evidence | None:
+             margin: float = 0.0, asked: bool = False, crowd: int = 0) -> Evidence | None:
     """The features of a pair for :func:`judge` (None: blocked, never an update).
     ``nearest``: the older one is the newer one's nearest memory; ``margin``: by how much
     (cosine) it is nearer than the next one; ``asked``: both are among the best answers to
-    one question."""
+    one question; ``crowd``: how many other live memories are about as alike to the newer
+    one as its nearest (see :data:`CROWD`)."""
     if _blocked(old, new, asked):
         return None
+    if crowd >= CROWD and new.cue < 1.0 and not asked:
+        return None  # one of a series said alike (40 services' "servers sit in ..."), no cue
     if cos <= 0.0:  # no vectors (no embedder): how alike their words are stands in
         cos = _word_cosine(old, new)
     shared = old.words & new.words
@@ -437,11 +450,11 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
 
 
 def judge(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
-          margin: float = 0.0, asked: bool = False) -> Verdict | None:
+          margin: float = 0.0, asked: bool = False, crowd: int = 0) -> Verdict | None:
     """Whether ``new`` (the later statement) updates ``old``; ``cos`` is the cosine of their
     sentence vectors (0 when unknown); see :func:`evidence` for the rest. At most a MAYBE
     when ``asked``."""
-    ev = evidence(old, new, cos, nearest=nearest, margin=margin, asked=asked)
+    ev = evidence(old, new, cos, nearest=nearest, margin=margin, asked=asked, crowd=crowd)
     if ev is None:
         return None
     p = probability(ev.features)
@@ -468,7 +481,9 @@ def fact_changes(attribute: str, old_value: str, new_value: str, old_text: str,
     older one. Not when the values are different kinds of detail ("my party is for 30
     guests" / "my party is 80s themed"), nor, for an attribute that is not a setting, when
     nothing but the wording changed and no cue or value in the same place says so."""
-    old_kinds, new_kinds = read(old_value).kinds, read(new_value).kinds
+    # A bare value's capital says little ("Shanghai" reads as a name, "Beijing" as a word
+    # ending in -ing): names and words are one kind here.
+    old_kinds, new_kinds = read(old_value).kinds - {"name"}, read(new_value).kinds - {"name"}
     if old_kinds != new_kinds:
         return False
     if attribute.split()[-1] in _SETTINGS or attribute.startswith("favorite "):
@@ -529,10 +544,26 @@ def _blocked(old: Reading, new: Reading, asked: bool = False) -> bool:
         return True  # my sister lives in Lisbon / I moved to Porto
     if new.additive and new.cue < 1.0:
         return True  # "I also ...": an addition
+    if new.cue < 1.0 and _twins(old.text, new.text):
+        return True  # one sentence shape, another subject in it: a series, not a change
     # Third-person statements about different named subjects ("Dana's sport is ..." /
     # "Mike's sport is ..."): no shared name, and each names its own.
     return bool(old.names and new.names and not (old.names & new.names) and new.cue < 1.0
                 and _kind(old.person) == "name" and _kind(new.person) == "name")
+
+
+def _twins(old: str, new: str) -> bool:
+    """Are they one sentence with words swapped in two or more places, and nothing else?
+    "The servers behind Payments sit in Frankfurt." / "The servers behind Search sit in
+    Dublin.", "5400 USD/month is the budget line for Payments." / "3100 ... for Search.": a
+    series about several things said in one shape. An update changes one place ("My manager
+    is Helen." / "My manager is Dmitri.") or is said anew."""
+    a, b = tx.words(old.casefold()), tx.words(new.casefold())
+    if len(a) != len(b) or len(a) < 4:
+        return False
+    swapped = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    places = sum(1 for k, i in enumerate(swapped) if k == 0 or swapped[k - 1] != i - 1)
+    return places >= 2 and len(swapped) <= len(a) // 2
 
 
 def _slot(old: Reading, new: Reading, shared: frozenset[str], asked: bool = False,
@@ -548,8 +579,15 @@ def _slot(old: Reading, new: Reading, shared: frozenset[str], asked: bool = Fals
     new_labels = {(b, n) for n, b, _ in new.numbers if b in _LABELS}
     if {b for b, _ in old_labels} & {b for b, _ in new_labels} and not old_labels & new_labels:
         return ""  # "Project 3 ..." / "Project 5 ...": two things, whatever else differs
+    # Each names something and nothing the other names ("5426 USD is the budget for Galdruqua"
+    # / "36110 USD is the budget for Wynqua"): two named things, each with its own value,
+    # unless a sure cue says one took the other's place.
+    others = bool(old.names and new.names and not old.names & new.names and new.cue < 1.0
+                  and not asked)
+    if others and (len(old.names) >= 2 or len(new.names) >= 2):
+        return ""
     old_n, new_n = {n for n, _, _ in old.numbers}, {n for n, _, _ in new.numbers}
-    labelled = len(old_n) >= 2 and len(new_n) >= 2 and not old_n & new_n
+    labelled = len(old_n) >= 2 and len(new_n) >= 2 and not old_n & new_n or others
     for n_old, before_old, after_old in [] if labelled else old.numbers:  # all differ: two things
         for n_new, before_new, after_new in new.numbers:
             if n_old == n_new:
@@ -561,7 +599,7 @@ def _slot(old: Reading, new: Reading, shared: frozenset[str], asked: bool = Fals
                 return f"number {n_old} -> {n_new}"
     for kind in ("dates", "times", "codes"):
         a, b = getattr(old, kind), getattr(new, kind)
-        if a and b and not (a & b) and shared:
+        if a and b and not (a & b) and shared and not others:
             return f"{kind[:-1]} {'/'.join(sorted(a))} -> {'/'.join(sorted(b))}"
     # Another name needs the same words around it, the question or not: "a rebuilt V8 from
     # Troy" / "Wimbledon White for the paint" are two details of one Mustang.

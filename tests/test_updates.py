@@ -171,6 +171,39 @@ def test_without_an_embedder_updates_are_judged_at_save(db_path: Path, clock: Cl
         assert m.store.scalar("SELECT count(*) FROM nodes WHERE judged = 0") == 0
 
 
+def test_facts_of_two_keys_stay_and_a_new_city_replaces_the_old(
+        db_path: Path, clock: Clock) -> None:
+    # The fact grammar reads both: another key is another attribute, whatever the words share;
+    # the same key with another value is a change, whatever the value's capitals say.
+    with Memory(db_path, clock=clock) as m:
+        (weakest, grade, city) = saved(m, clock, "My weakest subject is history.",
+                                       "My grade is 10th grade.", "My city is Shanghai.")
+        saved(m, clock, *UNRELATED)
+        (grade_now,) = saved(m, clock, "Actually, my grade has changed to 11th grade.")
+        saved(m, clock, "Actually, my favourite subject has changed to physics.",
+              "Actually, my current GPA has changed to 3.6.")
+        (city_now,) = saved(m, clock, "Actually, my city has changed to Beijing.")
+        assert m.get(weakest).status is NodeStatus.LIVE
+        assert m.get(grade).status is NodeStatus.SUPERSEDED
+        assert m.get(grade_now).status is NodeStatus.LIVE
+        assert m.get(city).status is NodeStatus.SUPERSEDED
+        assert m.get(city_now).status is NodeStatus.LIVE
+
+
+def test_a_series_said_in_one_shape_is_not_a_chain_of_updates(
+        db_path: Path, clock: Clock) -> None:
+    # An ops agent's notes about many services, each fact in the same words: another city or
+    # amount beside another service's name belongs to that service.
+    services = [("payments", "Frankfurt", 5400), ("search", "Dublin", 3100),
+                ("billing", "Warsaw", 2750), ("auth", "Lisbon", 1900),
+                ("reports", "Madrid", 4600), ("mailer", "Oslo", 800)]
+    with Memory(db_path, clock=clock) as m:
+        for name, city, cost in services:
+            saved(m, clock, f"The servers behind {name.title()} sit in {city}.",
+                  f"{cost} USD/month is the budget line for {name.title()}.")
+        assert m.stats().superseded == 0 and not m.contradictions()
+
+
 def test_the_question_an_old_version_answered_finds_its_update(
         db_path: Path, clock: Clock) -> None:
     # The update shares no word with the question; the version it replaced does. Its match
