@@ -51,7 +51,8 @@ from remd.config import EmbedConfig, InjectConfig  # noqa: E402
 from remd.embed import DIM, Embedder, make_embedder  # noqa: E402
 from remd.lexical import stem_counts  # noqa: E402
 from remd.pgstore import is_url  # noqa: E402
-from remd.vectors import from_int8, write_vectors  # noqa: E402
+from remd.quantisation import from_int8  # noqa: E402
+from remd.vectors import write_vectors  # noqa: E402
 
 DAY = 86400.0
 NOW = 1_780_000_000.0

@@ -18,7 +18,9 @@ from remd.feedback import FeedbackResult
 from remd.memory import Memory
 from remd.models import Edge, EdgeType, Node, NodeKind, NodeStatus, Stats, TriggerReason
 from remd.pack import Pack, PackItem, ScoreParts
-from remd.rem import ClusterOutcome, RemRun, RollbackResult, RunStatus
+from remd.rem import ClusterOutcome
+from remd.remruns import RemRun, RunStatus
+from remd.rollback import RollbackResult
 from remd.triggers import TriggerCheck, TriggerReport
 
 __all__ = [

@@ -25,7 +25,8 @@ from remd.feedback import FeedbackResult
 from remd.memory import Memory
 from remd.models import Node, Stats
 from remd.pack import Pack
-from remd.rem import RemRun, RollbackResult
+from remd.remruns import RemRun
+from remd.rollback import RollbackResult
 from remd.triggers import TriggerReport
 
 __all__ = ["METHODS", "AsyncMemory"]

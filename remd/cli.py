@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import math
 import os
 import sys
@@ -18,14 +17,15 @@ from typing import Any, TypeVar
 
 import click
 
-from remd.config import Config, load_config
-from remd.errors import InvalidInput, RemdError, StoreError, first_line
-from remd.exchange import iso, node_to_dict, read_lines
+from remd.cli_context import Ctx, echo_json, pass_ctx
+from remd.cli_rem import rollback, run_rem_cmd, triggers
+from remd.cli_tags import tags
+from remd.errors import InvalidInput, RemdError, first_line
+from remd.exchange import node_to_dict, read_lines
 from remd.ingest import check_source, check_tags, check_text
 from remd.logs import configure_logging
-from remd.memory import Memory
 from remd.models import MAX_SQL_INTEGER
-from remd.pgstore import is_url, shown
+from remd.pgstore import shown
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,42 +61,6 @@ class RemdGroup(click.Group):
                 raise
             _quiet_stdout()
             raise click.exceptions.Exit(SIGPIPE_EXIT) from exc
-
-
-class Ctx:
-    def __init__(self, db: str, namespace: str, config_path: str | None) -> None:
-        self.db = db
-        self.namespace = namespace
-        self.config_path = config_path
-        self._config: Config | None = None
-
-    @property
-    def config(self) -> Config:
-        if self._config is None:
-            self._config = load_config(self.config_path)
-        return self._config
-
-    def memory(self, *, create: bool = False, **kwargs: Any) -> Memory:
-        """The Memory of the command. Only commands that create the file (``create``) may
-        open one that does not exist: a typo in --db is an error, not a new empty file, and
-        an empty file stays empty. A bad --config is reported first."""
-        config = self.config
-        if not create and not is_url(self.db) and not os.path.exists(self.db):
-            raise StoreError(f"no such database: {self.db}")
-        # PostgreSQL or a file without remd's tables: "no such" too (the store checks)
-        return Memory(self.db, self.namespace, config=config, create=create, **kwargs)
-
-
-pass_ctx = click.make_pass_decorator(Ctx)
-
-
-def _echo_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, ensure_ascii=False))
-
-
-def _iso_fields(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
-    """``obj`` with the POSIX times under ``keys`` as ISO 8601 UTC strings (as export writes)."""
-    return obj | {key: iso(obj[key]) for key in keys if key in obj}
 
 
 def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -223,7 +187,7 @@ def get(c: Ctx, node_id: str, as_json: bool) -> None:
         node = m.get(node_id)
         links = m.links(node_id)
     if as_json:  # the fields of export, and the typed edges touching it
-        _echo_json(node_to_dict(node) | {"links": _link_dicts(links)})
+        echo_json(node_to_dict(node) | {"links": _link_dicts(links)})
         return
     d = node_to_dict(node)
     for key in ("id", "kind", "status", "created_at", "tags", "confidence", "importance",
@@ -264,7 +228,7 @@ def _link_lines(node_id: str, links: list[Any]) -> list[str]:
 
 def _print_nodes(nodes: list[Any], as_json: bool) -> None:
     if as_json:
-        _echo_json([node_to_dict(n) for n in nodes])
+        echo_json([node_to_dict(n) for n in nodes])
         return
     for n in nodes:
         mark = "" if n.status.value == "live" else f" [{n.status.value}]"
@@ -291,7 +255,7 @@ def history(c: Ctx, node_id: str, as_json: bool) -> None:
         nodes = m.history(node_id)
         links = {n.id: m.links(n.id) for n in nodes}
     if as_json:  # the fields of export, and (as get) the typed edges touching each
-        _echo_json([node_to_dict(n) | {"links": _link_dicts(links[n.id])} for n in nodes])
+        echo_json([node_to_dict(n) | {"links": _link_dicts(links[n.id])} for n in nodes])
         return
     _print_nodes(nodes, False)
     for n in nodes:
@@ -329,7 +293,7 @@ def stats(c: Ctx, as_json: bool) -> None:
     with c.memory(embedder=None) as m:
         s = asdict(m.stats())
     if as_json:
-        _echo_json(s)
+        echo_json(s)
         return
     for key, value in s.items():
         if key != "by_kind":
@@ -358,111 +322,10 @@ def import_cmd(c: Ctx, file: Any) -> None:
                f"{result.edges} edges")
 
 
-# -- importance, triggers and REM ----------------------------------------------------------------
-@main.command()
-@click.option("--json", "as_json", is_flag=True)
-@pass_ctx
-def triggers(c: Ctx, as_json: bool) -> None:
-    """Evaluate the REM triggers of the namespace and explain each one."""
-    with c.memory(embedder=None) as m:
-        report = m.triggers()
-    if as_json:
-        _echo_json(_iso_fields(report.to_dict(), "now"))
-        return
-    for check in report.checks:
-        mark = "FIRES" if check.fired else "ok"
-        click.echo(f"{check.reason.value:<18} {mark:<5}  {check.explanation}")
-    click.echo("REM should run" if report.should_run else "no trigger fired")
-
-
-class _RemBar:
-    """REM progress callback: a click progress bar on stderr once the cluster count is known."""
-
-    def __init__(self) -> None:
-        self.bar: Any = None
-
-    def __call__(self, event: Any) -> None:
-        if not sys.stderr.isatty():
-            return
-        if self.bar is None and event.total:
-            self.bar = click.progressbar(length=event.total, label="clusters", file=sys.stderr)
-            self.bar.__enter__()
-        if self.bar is not None and event.done:
-            self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
-def _as_of(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    from remd.exchange import parse_time
-
-    try:
-        return parse_time(value, "--as-of", float("inf"))
-    except RemdError as exc:
-        raise click.BadParameter(str(exc)) from exc
-
-
-@main.command("run-rem")
-@click.option("--dry-run", is_flag=True,
-              help="Print what a run would do (the same checks, the synthesiser asked); "
-                   "change nothing.")
-@click.option("--as-of", "as_of", default=None, callback=_as_of, metavar="DATE",
-              help="With --dry-run: preview the run as of this date (ISO 8601, e.g. "
-                   "2026-12-31).")
-@click.option("--include-held", is_flag=True,
-              help="Also flag the memories a rollback holds back (rem.hold_days).")
-@click.option("--json", "as_json", is_flag=True)
-@pass_ctx
-def run_rem_cmd(c: Ctx, dry_run: bool, as_of: float | None, include_held: bool,
-                as_json: bool) -> None:
-    """Run one REM consolidation cycle on the namespace."""
-    if as_of is not None and not dry_run:
-        raise click.UsageError("--as-of previews a run: give it with --dry-run")
-    bar = _RemBar()
-    try:
-        with c.memory() as m:
-            run = m.run_rem(dry_run=dry_run, include_held=include_held, progress=bar,
-                            **({"now": as_of} if as_of is not None else {}))
-    finally:
-        bar.close()
-    if as_json:  # a plan field only for --dry-run; times as export writes them
-        run_dict = {k: v for k, v in run.to_dict().items() if k != "plan" or run.dry_run}
-        _echo_json(_iso_fields(run_dict, "started_at", "finished_at"))
-        return
-    head = "plan (dry run)" if run.dry_run else f"run {run.run_id}: {run.status.value}"
-    click.echo(f"{head}: {run.flagged} flagged, {run.clusters} clusters, "
-               f"{run.synthesised} synthesised, {run.skipped} skipped, "
-               f"live {run.live_before} -> {run.live_after}"
-               + (f" ({run.held} held since a rollback: --include-held to flag them)"
-                  if run.held else ""))
-    if run.why_none:
-        click.echo(run.why_none)
-    for cluster in run.plan:
-        click.echo(f"cluster {cluster.cluster_no} ({len(cluster.members)} memories, "
-                   f"coherence {cluster.coherence:.2f}): "
-                   + (f"would fold {cluster.folded}" if cluster.status == "committed"
-                      else f"would skip: {cluster.reason}"))
-        for member in cluster.members:
-            click.echo(f"  {member.id}  {member.preview}")
-    skipped = [o for o in run.outcomes if o["status"] == "skipped"] if not run.dry_run else []
-    for outcome in skipped:
-        click.echo(f"cluster {outcome['cluster_no']} skipped: {outcome['reason']}")
-
-
-@main.command()
-@click.argument("run_id")
-@pass_ctx
-def rollback(c: Ctx, run_id: str) -> None:
-    """Undo a REM run: members live again, edges back, synthesis nodes removed."""
-    with c.memory(embedder=None) as m:
-        result = m.rollback(run_id)
-    click.echo(f"rolled back {result.run_id}: {result.members_restored} memories restored, "
-               f"{result.synthesis_removed} synthesis nodes removed, "
-               f"{result.edges_restored} edges restored, {result.held} memories held")
+# -- importance, triggers and REM (remd.cli_rem) -------------------------------------------------
+main.add_command(triggers)
+main.add_command(run_rem_cmd)
+main.add_command(rollback)
 
 
 # -- long-running front ends (remd.daemon, remd.mcp_server) ---------------------------------------
@@ -499,7 +362,7 @@ def mcp(c: Ctx) -> None:
     sys.exit(run_stdio(c.db, c.config, c.namespace))
 
 
-# -- inject, feedback and the tag graph (remd.inject, remd.feedback, remd.tagtools) ---------------
+# -- inject and feedback (remd.inject, remd.feedback) ---------------------------------------------
 @main.command()
 @click.argument("query")
 @click.option("--budget", type=int, required=True, help="Hard token limit of the pack.")
@@ -517,7 +380,7 @@ def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool, fill: 
     with c.memory() as m:
         pack = m.inject(query, budget, fill=fill)
     if as_json:  # --explain adds its lines under "explain"; the default shape is unchanged
-        _echo_json(pack.to_dict() | ({"explain": list(explain_lines(pack))} if explain else {}))
+        echo_json(pack.to_dict() | ({"explain": list(explain_lines(pack))} if explain else {}))
     elif explain:
         for line in explain_lines(pack):
             click.echo(line)
@@ -546,49 +409,5 @@ def feedback(c: Ctx, pack_id: str, accept: bool, reject: bool) -> None:
         click.echo(f"feedback for {pack_id} was already recorded; nothing changed")
 
 
-@main.group()
-def tags() -> None:
-    """The tag graph: export it, rename, merge and arrange tags."""
-
-
-@tags.command("export")
-@click.option("--format", "fmt", type=click.Choice(["dot", "json"]), default="json",
-              show_default=True)
-@click.option("--max-edges", type=click.IntRange(0, MAX_SQL_INTEGER), default=None,
-              help="Only the strongest N co-occurrence edges.")
-@pass_ctx
-def tags_export(c: Ctx, fmt: str, max_edges: int | None) -> None:
-    """Print the namespace's tag graph (Graphviz DOT or JSON)."""
-    with c.memory(embedder=None) as m:
-        click.echo(m.export_tag_graph(fmt, max_edges=max_edges), nl=False)  # type: ignore[arg-type]
-
-
-@tags.command("rename")
-@click.argument("old")
-@click.argument("new")
-@pass_ctx
-def tags_rename(c: Ctx, old: str, new: str) -> None:
-    """Rename tag OLD to NEW."""
-    with c.memory(embedder=None) as m:
-        click.echo(m.rename_tag(old, new))
-
-
-@tags.command("merge")
-@click.argument("src")
-@click.argument("dst")
-@pass_ctx
-def tags_merge(c: Ctx, src: str, dst: str) -> None:
-    """Fold tag SRC into DST (SRC is deleted)."""
-    with c.memory(embedder=None) as m:
-        click.echo(m.merge_tags(src, dst))
-
-
-@tags.command("subtype")
-@click.argument("child")
-@click.argument("parent")
-@pass_ctx
-def tags_subtype(c: Ctx, child: str, parent: str) -> None:
-    """Record CHILD IS_SUBTYPE_OF PARENT (refused if it makes a cycle)."""
-    with c.memory(embedder=None) as m:
-        m.add_subtype(child, parent)
-        click.echo(f"{child} IS_SUBTYPE_OF {parent}")
+# -- the tag graph (remd.cli_tags) ----------------------------------------------------------------
+main.add_command(tags)

@@ -5,7 +5,7 @@ and tags), DERIVED_FROM edges to the members, the members' outside edges re-poin
 members soft-deprecated, the ``rem_clusters`` row recording what the members were before, the
 run's counters and the lease heartbeat. Edges are never rewritten in place: the member's edge is
 retired (``live = 0, retired_by = run``) and a copy inserted (``rem_run = run``), which is what
-makes :func:`remd.rem.rollback` exact. Before writing, :func:`coverage` checks that the answer
+makes :func:`remd.rollback.rollback` exact. Before writing, :func:`coverage` checks that the answer
 kept the members' names and numbers (an LLM that was talked out of its job by a memory's text,
 or that summarised too hard, gets its cluster skipped instead).
 """

@@ -55,7 +55,8 @@ from remd.ingest import check_namespace
 from remd.logs import configure_logging, get_logger
 from remd.notify import Notifier
 from remd.pgstore import shown
-from remd.rem import ClusterOutcome, RunStatus, run_rem, sentence_embed
+from remd.rem import ClusterOutcome, run_rem, sentence_embed
+from remd.remruns import RunStatus
 from remd.serving import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
 from remd.triggers import TriggerReport, evaluate_all

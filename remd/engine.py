@@ -24,20 +24,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from remd.backends import open_store
 from remd.caches import Caches
 from remd.config import Config
 from remd.embed import Embedder, Vectors, make_embedder
 from remd.errors import StoreError
+from remd.llm_tagging import LLMTagger
+from remd.llm_updates import LLMUpdateJudge
 from remd.logs import get_logger
 from remd.pgstore import is_url
-from remd.store import open_store
 from remd.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    from remd.llm_tagging import LLMTagger
-    from remd.llm_updates import LLMUpdateJudge
 
 T = TypeVar("T")
 _log = get_logger("remd.engine")
@@ -163,8 +161,6 @@ class Engine:
                     _log.warning("tagging.no_llm", detail="[tags] llm is on but [llm] base_url "
                                  "is not set: the offline tagger tags every memory")
                 elif cfg.llm:
-                    from remd.llm_tagging import LLMTagger  # openai loads only when used
-
                     self._tagger = LLMTagger.from_settings(
                         llm, max_tags=cfg.max_tags, timeout=cfg.llm_timeout,
                         cooldown=cfg.llm_cooldown)
@@ -182,8 +178,6 @@ class Engine:
                     _log.warning("updates.no_llm", detail="[updates] llm is on but [llm] "
                                  "base_url is not set: the offline detector decides alone")
                 elif cfg.llm:
-                    from remd.llm_updates import LLMUpdateJudge  # openai loads only when used
-
                     self._update_judge = LLMUpdateJudge.from_settings(
                         llm, timeout=cfg.llm_timeout, cooldown=cfg.llm_cooldown)
             return self._update_judge

@@ -31,10 +31,10 @@ from remd.ingest import (
     check_storable,
     check_tags,
     check_text,
-    save_drafts,
 )
 from remd.models import EdgeType, Node, NodeKind, NodeStatus
 from remd.nodes import NODE_COLUMNS, from_rows
+from remd.saves import save_drafts
 from remd.tagging import normalise_tag
 from remd.tagtools import add_subtype
 

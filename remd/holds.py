@@ -2,7 +2,7 @@
 
 A rollback says "not these, not like this". Without a hold the daemon redid the run at its next
 tick: the members were as weak as before and a trigger still fired. So :func:`hold` (called by
-:func:`remd.rem.rollback`, in its transaction) records one ``rem_holds`` row per member of each
+:func:`remd.rollback.rollback`, in its transaction) records one ``rem_holds`` row per member of each
 committed cluster, and a run's plan leaves held memories unflagged unless it is asked to
 include them (``run_rem(include_held=True)``, ``remd run-rem --include-held``).
 

@@ -40,22 +40,19 @@ import logging
 import socket
 import threading
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from importlib import metadata
 from typing import Any
 
 import anyio.to_thread
-import h11
 import uvicorn
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import SecretStr, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from remd.errors import (
     ConfigError,
@@ -70,97 +67,26 @@ from remd.errors import (
     first_line,
 )
 from remd.exchange import node_to_dict
+from remd.httpmodels import (
+    FeedbackIn,
+    FeedbackOut,
+    InjectIn,
+    MemoryIn,
+    MemoryOut,
+    PackOut,
+    RequestIn,
+    StatsOut,
+    error_body,
+)
+from remd.httpprotocol import http11
 from remd.logs import get_logger
 from remd.memory import Memory
+from remd.requestlog import SUMMARY_SECONDS, RequestLog
 from remd.serving import EngineHost, Throttle
 
 log = get_logger("remd.http")
 
 _RETRY_AFTER = {"Retry-After": "1"}
-
-
-# -- request and response models --------------------------------------------------------------
-class _In(BaseModel):
-    # strict: "100" is not a budget and 1 is not a string; unknown fields are refused.
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    namespace: str | None = None
-
-
-class MemoryIn(_In):
-    content: str
-    tags: list[str] | None = None
-    source: str | None = None
-
-
-class InjectIn(_In):
-    query: str
-    token_budget: int
-    fill: bool = False
-
-
-class FeedbackIn(_In):
-    pack_id: str
-    accepted: bool  # as on every front end: 1 and 0.5 are not a yes or a no
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MemoryOut(_Out):
-    id: str
-    namespace: str
-    content: str
-    tags: list[str]
-    kind: str
-    status: str
-    created_at: str
-    last_access: str
-    access_count: int
-    confidence: float
-    importance: float
-    source: str | None
-    valid_from: str | None
-    valid_until: str | None
-    deprecated_by: str | None
-    fact_key: str | None
-    fact_value: str | None
-
-
-class PackItemOut(_Out):
-    id: str
-    content: str
-    tokens: int
-    score: float
-    tags: list[str]
-
-
-class PackOut(_Out):
-    pack_id: str
-    budget: int
-    tokens_used: int
-    items: list[PackItemOut]
-
-
-class FeedbackOut(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    pack_id: str
-    accepted: bool  # echoed as given (the library's target is 1.0 or 0.0)
-
-
-class StatsOut(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    namespace: str
-    nodes: int
-    live: int
-    schema_version: int
-
-
-class ErrorOut(_Out):
-    error: dict[str, str]
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -184,13 +110,9 @@ def status_of(exc: RemdError) -> int:
     return next((code for cls, code in _STATUS if isinstance(exc, cls)), 400)
 
 
-def _error_body(kind: str, message: str) -> dict[str, Any]:
-    return ErrorOut(error={"type": kind, "message": message}).model_dump()
-
-
 def _error(status: int, kind: str, message: str,
            headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(_error_body(kind, message), status_code=status, headers=headers)
+    return JSONResponse(error_body(kind, message), status_code=status, headers=headers)
 
 
 # -- request bodies --------------------------------------------------------------------------
@@ -223,70 +145,6 @@ def _parse_json(raw: bytes) -> Any:
     except RecursionError as exc:
         raise HttpError(400, "InvalidJSON", "request body is not accepted: "
                         "its arrays or objects are nested too deeply") from exc
-
-
-# -- what the API served -------------------------------------------------------------------------
-SUMMARY_SECONDS = 60.0
-
-
-class RequestLog:
-    """Requests since the last ``http.summary`` event. Thread-safe.
-
-    Each request is recorded; :meth:`run` (the server's timer thread) logs the summary when the
-    window has lasted ``every`` seconds, and so does the first request recorded past that (if no
-    timer runs); an idle window writes nothing, and :meth:`flush` logs what is left when the
-    server stops. One line a minute replaces one line per request: at 40,000 requests those
-    were ~6 MB of journal saying the same thing.
-    """
-
-    def __init__(self, every: float = SUMMARY_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        if not every > 0:
-            raise InvalidInput(f"the summary interval must be positive, not {every!r}")
-        self.every = every
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._open(clock())
-
-    def _open(self, now: float) -> None:
-        self.since = now
-        self.count = 0
-        self.statuses: Counter[str] = Counter()
-        self.endpoints: Counter[str] = Counter()
-        self.ms_total = 0.0
-        self.ms_max = 0.0
-
-    def record(self, endpoint: str, status: int, ms: float) -> None:
-        with self._lock:
-            self.count += 1
-            self.statuses[str(status)] += 1
-            self.endpoints[endpoint] += 1
-            self.ms_total += ms
-            self.ms_max = max(self.ms_max, ms)
-            due = self.clock() - self.since >= self.every
-        if due:
-            self.flush()
-
-    def run(self, stop: threading.Event) -> None:
-        """Log each window's summary when it ends, until ``stop`` is set (a thread's loop:
-        without it a summary waited for the next request, minutes or hours later)."""
-        while not stop.wait(max(0.0, self.since + self.every - self.clock())):
-            if self.clock() - self.since >= self.every:
-                self.flush()
-
-    def flush(self) -> None:
-        """Log the summary of the window (nothing if it saw no request) and open a new one."""
-        with self._lock:
-            now = self.clock()
-            if not self.count:
-                self.since = now
-                return
-            summary = {"requests": self.count, "by_endpoint": dict(self.endpoints),
-                       "by_status": dict(self.statuses),
-                       "ms_mean": round(self.ms_total / self.count, 2),
-                       "ms_max": round(self.ms_max, 2), "seconds": round(now - self.since, 1)}
-            self._open(now)
-        log.info("http.summary", **summary)
 
 
 # -- the app ---------------------------------------------------------------------------------
@@ -343,9 +201,9 @@ class _Api:
         else:
             code, kind, message = 503, "Unavailable", "the server is out of resources; retry"
         if code != 503:
-            return code, _error_body(kind, message), None
+            return code, error_body(kind, message), None
         self._overloaded(type(exc).__name__, str(exc))
-        return code, _error_body(kind, message), _RETRY_AFTER
+        return code, error_body(kind, message), _RETRY_AFTER
 
     def _overloaded(self, cause: str, detail: str) -> None:
         allowed, suppressed = self.throttle.allow(cause)
@@ -364,7 +222,7 @@ class _Api:
             raise HttpError(401, "Unauthorized", "missing or wrong bearer token",
                             {"WWW-Authenticate": "Bearer"})
 
-    async def _body(self, request: Request, model: type[_In]) -> Any:
+    async def _body(self, request: Request, model: type[RequestIn]) -> Any:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise HttpError(413, "PayloadTooLarge",
@@ -508,27 +366,6 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
 
 
 # -- serving it from a thread of the daemon --------------------------------------------------
-def _http11(requests: RequestLog) -> type[H11Protocol]:
-    """uvicorn's HTTP/1.1 protocol (h11, whatever else is installed), with its answer to a
-    request it cannot parse (a malformed ``Content-Length``, request line or header) in the
-    API's error shape instead of plain text, and counted in ``requests``."""
-
-    class Http11(H11Protocol):
-        def send_400_response(self, msg: str) -> None:
-            body = json.dumps(_error_body(
-                "InvalidHTTP", "request is not valid HTTP/1.1: its request line, a header or "
-                "its Content-Length is malformed")).encode()
-            headers = [(b"content-type", b"application/json"),
-                       (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
-            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
-                          h11.Data(data=body), h11.EndOfMessage()):
-                self.transport.write(self.conn.send(event))
-            self.transport.close()
-            requests.record("unparsable", 400, 0.0)
-
-    return Http11
-
-
 class HttpServer:
     """uvicorn on a thread of this process, on a socket bound up front.
 
@@ -554,7 +391,7 @@ class HttpServer:
         self.host, self.port = self.sock.getsockname()[:2]
         self.requests: RequestLog = app.state.api.requests
         self.server = uvicorn.Server(uvicorn.Config(
-            app, http=_http11(self.requests), log_config=None, access_log=False,
+            app, http=http11(self.requests), log_config=None, access_log=False,
             lifespan="off", timeout_graceful_shutdown=5))
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()

@@ -1,16 +1,15 @@
 """The write path: validate, tag, recognise facts and links, and store nodes.
 
-Everything here runs inside a transaction the caller opened, so one save (or one batch of a
-bulk save) is atomic: the node, its FTS row, its tags, tag co-occurrence edges, fact
-supersession and typed links commit together or not at all.
+Everything here runs inside a transaction the caller opened (:mod:`remd.saves` opens one per
+save, or per batch of a bulk save), so each is atomic: the node, its FTS row, its tags, tag
+co-occurrence edges, fact supersession and typed links commit together or not at all.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import apsw
 
@@ -21,13 +20,9 @@ from remd.ids import new_id
 from remd.lexical import index_text
 from remd.links import parse_links
 from remd.models import EdgeType, NodeKind, NodeStatus
-from remd.supersede import Fresh, judge_pending
 from remd.tagging import extract_tags, normalise_tag
 from remd.tokens import TokenCounter
 from remd.updates import fact_changes
-
-if TYPE_CHECKING:
-    from remd.engine import Engine
 
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _SOURCE_MAX = 256
@@ -35,7 +30,6 @@ CONFIRM_STEP = 0.1  # confidence gained when a fact is restated with the same va
 CONTRADICT_STEP = 0.15  # confidence lost by the target of a CONTRADICTS link
 NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
 COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
-BULK_CHUNK = 500  # memories per write transaction in bulk saves: short locks, steady progress
 
 
 def check_namespace(namespace: object) -> str:
@@ -351,49 +345,3 @@ class Writer:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (self.ns, src, dst, type_.value, weight, context, at),
         )
-
-
-def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embed: bool = True,
-                progress: Callable[[int], None] | None = None) -> list[str]:
-    """Write validated drafts, BULK_CHUNK per transaction, then (with ``embed``) the vectors:
-    a single draft's own, or after a bulk write the namespace's whole backlog. Returns the new
-    ids in order; durable chunk by chunk. Raises StoreError."""
-    from remd.backlog import embed_pending  # the write path proper needs no embedder
-
-    ids: list[str] = []
-    rids: list[int] = []
-    to_tag: list[tuple[int, Draft]] = []  # new nodes the LLM tagger (if on) tags after commit
-    judged: list[str] = []  # new memories the LLM update judge (if on) looks at after commit
-    for start in range(0, len(drafts), BULK_CHUNK):
-        chunk = drafts[start:start + BULK_CHUNK]
-        counts = engine.counter.count_many([d.content for d in chunk])
-        now = engine.clock()
-        with engine.store.transaction() as conn:
-            writer = Writer(conn, namespace, engine.config, engine.counter)
-            fresh: list[Fresh] = []
-            for draft, n in zip(chunk, counts, strict=True):
-                rid, node_id = writer.write(draft, now, n)
-                rids.append(rid)
-                ids.append(node_id)
-                new = writer.created and writer.created[-1] == rid
-                if draft.auto_tags and new:
-                    to_tag.append((rid, draft))
-                if new and draft.status is None and draft.kind is None:
-                    judged.append(node_id)
-                    fresh.append(Fresh(rid=rid, id=node_id, content=draft.content,
-                                       created_at=draft.created_at or now))
-            if fresh and not engine.embeds:  # else judged when its vector is written
-                judge_pending(conn, namespace, fresh, now)
-        if progress:
-            progress(len(chunk))
-    if embed:  # one save: its own vector; a bulk save: the namespace's whole backlog
-        embed_pending(engine, namespace, rids=rids if len(drafts) == 1 else None)
-    if to_tag and engine.config.tags.llm:
-        from remd.llm_tagging import tag_with_llm  # only a configured LLM tagger pays for it
-
-        tag_with_llm(engine, namespace, to_tag)
-    if judged and engine.config.updates.llm and engine.update_judge is not None:
-        from remd.llm_updates import judge_with_llm  # only a configured LLM judge pays for it
-
-        engine.in_background(judge_with_llm, engine, namespace, judged)
-    return ids

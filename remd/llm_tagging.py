@@ -12,35 +12,28 @@ for, or has no usable tag) keeps the offline tags and is logged; the save never 
 of it. After an endpoint failure the tagger rests ``llm_cooldown`` seconds, so a dead endpoint
 does not make every save wait for its timeout. A process killed between the commit and the
 answer leaves the memory with its offline tags.
+
+This module is the model's side (its answer, the client and its rest, the vocabulary rule);
+the step after the commit that asks it and writes its tags is :func:`remd.saves.tag_with_llm`.
 """
 
 from __future__ import annotations
 
-import functools
 import html
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from remd.errors import InvalidInput, LLMError, StoreError
+from remd.errors import InvalidInput, LLMError
 from remd.llm import LLMClient, LLMSettings, Prompt, load_prompt
-from remd.logs import get_logger
 from remd.tagging import Known, normalise_tag
 
-if TYPE_CHECKING:
-    from remd.engine import Engine
-    from remd.ingest import Draft
-
-__all__ = ["LLMTagger", "TagAnswer", "reuse_vocabulary", "tag_with_llm"]
-
-_log = get_logger("remd.llm_tagging")
+__all__ = ["LLMTagger", "TagAnswer", "reuse_vocabulary"]
 
 TEXT_CHARS = 4000  # the model reads a memory's opening, like the offline tagger
-_LAST_WEIGHT = 0.5  # the model's tags weigh 1.0 (its first) down to this (its last)
 
 
 class TagAnswer(BaseModel):
@@ -133,83 +126,3 @@ class LLMTagger:
             return TagAnswer.model_validate_json(answer).tags
         except ValidationError as exc:
             raise LLMError(f"LLM tags answer is not valid: {exc.errors()[0]['msg']}") from exc
-
-
-def _vocabulary(engine: Engine, namespace: str) -> list[str]:
-    limit = engine.config.tags.llm_vocabulary
-    if limit == 0:
-        return []
-    rows = engine.store.query("SELECT name FROM tags WHERE namespace = ? AND df > 0 "
-                              "ORDER BY df DESC, name LIMIT ?", (namespace, limit))
-    return [str(r[0]) for r in rows]
-
-
-def _known(engine: Engine, namespace: str, names: list[str]) -> set[str]:
-    if not names:
-        return set()
-    marks = ",".join("?" * len(names))
-    rows = engine.store.query(
-        f"SELECT name FROM tags WHERE namespace = ? AND name IN ({marks})", (namespace, *names))
-    return {str(r[0]) for r in rows}
-
-
-def _weights(tags: Sequence[str]) -> dict[str, float]:
-    n = len(tags)
-    return {tag: round(1.0 - (1.0 - _LAST_WEIGHT) * i / max(n - 1, 1), 4)
-            for i, tag in enumerate(tags)}
-
-
-def tag_with_llm(engine: Engine, namespace: str, written: Sequence[tuple[int, Draft]]) -> int:
-    """Re-tag memories just committed (``(rid, draft)``) with the LLM tagger; returns how many
-    got the model's tags. A bulk save asks ``[llm] concurrency`` at a time. Never raises for a
-    model failure: those memories keep their offline tags."""
-    tagger = engine.tagger
-    if tagger is None:
-        return 0
-    vocabulary = _vocabulary(engine, namespace)
-
-    def ask(item: tuple[int, Draft]) -> list[str] | None:
-        rid, draft = item
-        if tagger.resting:
-            return None
-        try:
-            raw = tagger.ask(draft.content, vocabulary)
-        except LLMError as exc:
-            _log.warning("tagging.llm_failed", rid=rid, error=str(exc), model=tagger.model)
-            return None
-        tags = reuse_vocabulary(raw, vocabulary, functools.partial(_known, engine, namespace),
-                                tagger.max_tags)
-        if not tags:
-            _log.warning("tagging.llm_failed", rid=rid, error="no usable tag in the answer",
-                         model=tagger.model)
-        return tags or None
-
-    workers = min(engine.config.llm.concurrency, len(written))
-    if workers > 1:
-        with ThreadPoolExecutor(workers, thread_name_prefix="remd-tagger") as pool:
-            answers = list(pool.map(ask, written))
-    else:
-        answers = [ask(item) for item in written]
-    skipped = sum(1 for a in answers if a is None)
-    if tagger.resting and skipped:
-        _log.info("tagging.llm_resting", kept_offline=skipped, namespace=namespace)
-    return _write(engine, namespace, [(rid, draft, tags) for (rid, draft), tags
-                                      in zip(written, answers, strict=True) if tags])
-
-
-def _write(engine: Engine, namespace: str,
-           answers: Sequence[tuple[int, Draft, list[str]]]) -> int:
-    from remd.ingest import BULK_CHUNK, Writer  # ingest imports this module after its commit
-
-    done = 0
-    for start in range(0, len(answers), BULK_CHUNK):
-        try:
-            with engine.store.transaction() as conn:
-                writer = Writer(conn, namespace, engine.config, engine.counter)
-                now = engine.clock()
-                for rid, draft, tags in answers[start:start + BULK_CHUNK]:
-                    done += writer.retag(rid, set(draft.tags), _weights(tags), now)
-        except StoreError as exc:  # e.g. the file went read-only: the offline tags stay
-            _log.warning("tagging.llm_not_written", error=str(exc),
-                         memories=len(answers[start:start + BULK_CHUNK]))
-    return done

@@ -13,6 +13,9 @@ Any failure (the endpoint down, a timeout, an HTTP error, an answer that is not 
 for or names memories it was not shown) keeps the offline decisions and is logged. After an
 endpoint failure the judge rests ``llm_cooldown`` seconds. A process that stops before the
 answer keeps the offline decisions.
+
+This module is the model's side (its answer, the client and its rest); the background step
+that asks it and applies its decisions is :func:`remd.saves.judge_with_llm`.
 """
 
 from __future__ import annotations
@@ -21,29 +24,16 @@ import html
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from remd.errors import LLMError, StoreError
+from remd.errors import LLMError
 from remd.llm import LLMClient, LLMSettings, Prompt, load_prompt
-from remd.logs import get_logger
-from remd.supersede import Fresh, apply_judgement, decided_by, nearest_live
-from remd.vectors import stored
 
-if TYPE_CHECKING:
-    from remd.engine import Engine
-
-__all__ = ["LLMUpdateJudge", "UpdateAnswer", "judge_with_llm"]
-
-_log = get_logger("remd.llm_updates")
+__all__ = ["LLMUpdateJudge", "UpdateAnswer"]
 
 TEXT_CHARS = 2000  # of each statement shown to the model
-
-
-def iso_date(posix: float) -> str:
-    return datetime.fromtimestamp(posix, UTC).date().isoformat()
 
 
 class Decision(BaseModel):
@@ -115,48 +105,3 @@ class LLMUpdateJudge:
         if unknown:
             raise LLMError(f"LLM update answer names memories it was not shown: {unknown[:3]}")
         return {d.id: d.relation for d in parsed.decisions}
-
-
-def judge_with_llm(engine: Engine, namespace: str, ids: Sequence[str]) -> int:
-    """Ask the model about memories just saved (their ids) and apply its decisions; returns
-    how many pairs it decided. Never raises for a model or store failure: the offline
-    decisions stay."""
-    judge = engine.update_judge
-    if judge is None:
-        return 0
-    decided = 0
-    for node_id in ids:
-        if judge.resting:
-            _log.info("updates.llm_resting", namespace=namespace, id=node_id)
-            continue
-        try:
-            with engine.caches.use(namespace) as view, engine.store.snapshot() as conn:
-                view.bits.refresh(conn)
-                row = conn.execute("SELECT rid, content, created_at FROM nodes "
-                                   "WHERE namespace = ? AND id = ? AND status = 'live'",
-                                   (namespace, node_id)).fetchone()
-                if row is None:
-                    continue  # forgotten or superseded meanwhile
-                rid, content, created = int(row[0]), str(row[1]), float(row[2])
-                vector = stored(conn, namespace, [rid]).get(rid)
-                fresh = Fresh(rid=rid, id=node_id, content=content, created_at=created,
-                              vector=vector)
-                near = nearest_live(conn, namespace, fresh, view.bits)
-                older = ([(o, 1.0) for o in decided_by(conn, namespace, node_id)]
-                         + [(o, cos) for o, cos in near if o.created_at <= created])
-                older = list({o.id: (o, c) for o, c in reversed(older)}.values())[::-1]
-                older = older[:engine.config.updates.llm_candidates]
-            if not older:
-                continue
-            relations = judge.ask(content, iso_date(created), [
-                (o.id, o.content, iso_date(o.created_at)) for o, _ in older])
-            with engine.store.transaction() as conn:
-                decided += apply_judgement(conn, namespace, node_id, relations,
-                                           engine.clock(), judge.model)
-        except LLMError as exc:
-            _log.warning("updates.llm_failed", namespace=namespace, id=node_id,
-                         error=str(exc), model=judge.model)
-        except StoreError as exc:
-            _log.warning("updates.llm_not_written", namespace=namespace, id=node_id,
-                         error=str(exc))
-    return decided

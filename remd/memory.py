@@ -30,18 +30,20 @@ from remd.engine import Engine, open_engine
 from remd.errors import InvalidInput
 from remd.exchange import ImportBatch, ImportResult
 from remd.feedback import FeedbackResult
-from remd.ingest import Draft, check_namespace, check_source, check_tags, check_text, save_drafts
+from remd.ingest import Draft, check_namespace, check_source, check_tags, check_text
 from remd.logs import get_logger
 from remd.models import Edge, EdgeType, Node, Stats
 from remd.nodes import NODE_COLUMNS
 from remd.pack import Pack
+from remd.saves import save_drafts
 from remd.store import Store
 from remd.tagtools import TagCluster
 from remd.tokens import TokenCounter
 
 if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and import models
     from remd import importance as _importance
-    from remd import rem as _rem
+    from remd import remruns as _remruns
+    from remd import rollback as _rollback
     from remd import triggers as _triggers
 
 log = get_logger("remd.memory")
@@ -180,7 +182,7 @@ class Memory:
 
     def write_drafts(self, drafts: Sequence[Draft], *, embed: bool = True,
                      progress: Progress | None = None) -> list[str]:
-        """Write validated drafts in batched transactions (see :func:`remd.ingest.save_drafts`)."""
+        """Write validated drafts in batched transactions (see :func:`remd.saves.save_drafts`)."""
         return save_drafts(self.engine, self.namespace, drafts, embed=embed, progress=progress)
 
     def embed_pending(self, *, rids: Sequence[int] | None = None, limit: int | None = None,
@@ -437,16 +439,16 @@ class Memory:
 
         return _trig.evaluate(self.engine, self.namespace, now)
 
-    def run_rem(self, **kwargs: Any) -> _rem.RemRun:
+    def run_rem(self, **kwargs: Any) -> _remruns.RemRun:
         """One REM cycle (see :func:`remd.rem.run_rem` for the options). Raises InvalidInput,
         Conflict (another run is alive in this namespace), StoreError."""
         from remd import rem as _r
 
         return _r.run_rem(self.engine, self.namespace, **kwargs)
 
-    def rollback(self, run_id: str, *, now: float | None = None) -> _rem.RollbackResult:
+    def rollback(self, run_id: str, *, now: float | None = None) -> _rollback.RollbackResult:
         """Undo a REM run exactly and hold its members back from later runs (see
-        :func:`remd.rem.rollback`). Raises NotFound, RollbackRefused, InvalidInput."""
-        from remd import rem as _r
+        :func:`remd.rollback.rollback`). Raises NotFound, RollbackRefused, InvalidInput."""
+        from remd import rollback as _rb
 
-        return _r.rollback(self.engine, self.namespace, run_id, now=now)
+        return _rb.rollback(self.engine, self.namespace, run_id, now=now)

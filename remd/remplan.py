@@ -20,10 +20,10 @@ from remd import holds
 from remd.backlog import embed_pending
 from remd.cluster import Cluster, build_clusters
 from remd.importance import DAY, NamespaceScores, compute_importance, store_importance
+from remd.quantisation import from_int8
 from remd.store import rows_in
 from remd.tagging import name_tags
 from remd.text import is_time_word
-from remd.vectors import from_int8
 
 if TYPE_CHECKING:
     from remd.engine import Engine

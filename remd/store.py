@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import apsw
+import numpy as np
 import sqlite_vec
 
 from remd.config import StoreConfig
@@ -32,6 +33,7 @@ from remd.errors import (
     StoreError,
 )
 from remd.logs import get_logger
+from remd.quantisation import DIM, to_int8
 from remd.walfiles import check_reader, keep, why_read_only
 
 log = get_logger("remd.store")
@@ -60,11 +62,8 @@ def _migration_sql(name: str) -> Step:
 
 def _vectors_once(conn: apsw.Connection) -> None:
     """0008: its SQL (vec0's node_vec dropped, its rows copied first), then every float32
-    vector rewritten in the stored int8 form (remd.vectors.to_int8: 384 bytes instead of
+    vector rewritten in the stored int8 form (remd.quantisation.to_int8: 384 bytes instead of
     1,536)."""
-    import numpy as np  # needed here only, not to open a file
-
-    from remd.vectors import DIM, to_int8
 
     def int8(blob: apsw.SQLiteValue) -> apsw.SQLiteValue:
         assert isinstance(blob, bytes)
@@ -577,16 +576,6 @@ def savepoint(conn: apsw.Connection, local: threading.local, name: str) -> Itera
         conn.execute(f"RELEASE {name}")
     finally:
         local.depth -= 1
-
-
-def open_store(path: str | Path, config: StoreConfig, *, create: bool = True) -> Store:
-    """The store of ``path``: a SQLite file, or the PostgreSQL database a ``postgresql://``
-    URL names (remd/pgstore.py, which offers the same interface)."""
-    from remd.pgstore import PgStore, is_url  # psycopg loads only for a URL
-
-    if is_url(path):
-        return cast(Store, PgStore(str(path), config, create=create))
-    return Store(path, config, create=create)
 
 
 def _rollback(conn: apsw.Connection) -> None:

@@ -29,47 +29,13 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.pgstore import is_postgres
+from remd.quantisation import DIM, F32, from_int8, quantise, to_int8
 from remd.store import Store
 
-DIM = 384
 _WORDS = DIM // 64  # uint64 words per bit vector
 _BYTES = DIM // 8
 
 U64 = npt.NDArray[np.uint64]
-F32 = npt.NDArray[np.float32]
-
-
-def quantise(vectors: npt.ArrayLike) -> npt.NDArray[np.uint8]:
-    """Sign bits of each row, LSB first: the layout of sqlite-vec's ``vec_quantize_binary``."""
-    m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-    if m.shape[1] != DIM:
-        raise ValueError(f"vectors must have {DIM} dimensions, not {m.shape[1]}")
-    bits: npt.NDArray[np.uint8] = np.packbits(m > 0, axis=1, bitorder="little")
-    return bits
-
-
-def to_int8(vectors: npt.ArrayLike) -> npt.NDArray[np.int8]:
-    """Each row scaled so its largest component is ±127 and rounded: the stored form of a
-    vector (384 bytes). Cosine similarity ignores the scale, so sqlite-vec's
-    ``vec_distance_cosine`` works on these directly; on LoCoMo's real MiniLM embeddings the
-    cosine moves by at most 0.002 and the top-1 neighbour of every question is unchanged
-    (README, "Vectors")."""
-    m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-    if m.shape[1] != DIM:
-        raise ValueError(f"vectors must have {DIM} dimensions, not {m.shape[1]}")
-    peak = np.abs(m).max(axis=1, keepdims=True)
-    peak[peak == 0] = 1.0
-    out: npt.NDArray[np.int8] = np.round(m * (127.0 / peak)).astype(np.int8)
-    return out
-
-
-def from_int8(blobs: Sequence[bytes]) -> F32:
-    """Stored vectors back as float32 unit rows (zero rows stay zero)."""
-    m = np.frombuffer(b"".join(blobs), np.int8).reshape(len(blobs), DIM).astype(np.float32)
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: F32 = m / norms
-    return out
 
 
 def write_vectors(conn: apsw.Connection, namespace: str, rids: Sequence[int],

@@ -14,7 +14,7 @@ The machinery shared by tests/test_crash.py (24 kills) and benchmarks/crash_soak
 
 What an interrupted run looks like (the design this checks): a killed run stays ``running`` in
 rem_runs, its lease naming it, until the next run starts in the namespace and marks it
-``interrupted`` (remd/rem.py ``_start``). Its committed clusters stay: each is whole, and a
+``interrupted`` (remd/remruns.py ``start_run``). Its committed clusters stay: each is whole, and a
 rollback of the run undoes them exactly. The cluster in flight leaves nothing.
 
 Every run here starts over the memories the previous rollback restored, on purpose: they run
@@ -47,9 +47,10 @@ from remd.consolidate import ClusterWriter
 from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.pgstore import is_url
+from remd.quantisation import from_int8
 from remd.synthesis import LLMSynthesiser, Synthesiser
 from remd.tokens import TokenCounter
-from remd.vectors import BitIndex, from_int8
+from remd.vectors import BitIndex
 from tests.helpers import KeepAll, knn
 from tests.llm_server import Behaviour, LLMServer, merged_answer, slow
 from tests.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line

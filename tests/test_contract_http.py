@@ -31,8 +31,8 @@ from tests.test_http import serve
 from tests.test_mcp import session
 
 REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
-README = Path(__file__).resolve().parent.parent / "README.md"
-PENDING_README = Path("/tmp/readme_mcp_errors.md")  # the paragraph until README.md has it
+REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"  # moved from README
+PENDING_README = Path("/tmp/readme_mcp_errors.md")  # the paragraph until the docs have it
 WRITTEN = ("nodes", "packs", "pack_items", "feedback", "access_log")
 
 
@@ -194,12 +194,12 @@ def test_mcp_arguments_are_strict_and_closed_like_http_bodies(db_path: Path) -> 
 
 
 def _documented() -> str:
-    """The README's MCP section, or the paragraph written for it while README.md lacks it."""
-    readme = README.read_text()
-    section = readme[readme.index("## MCP server"):readme.index("## Inject")]
+    """The MCP section of docs/reference.md, or the paragraph written for it while it lacks it."""
+    reference = REFERENCE.read_text()
+    section = reference[reference.index("## MCP server"):reference.index("## Inject")]
     if "Error executing tool" in section:
         return section
-    assert PENDING_README.exists(), "README.md does not say what an MCP client sees"
+    assert PENDING_README.exists(), "docs/reference.md does not say what an MCP client sees"
     return PENDING_README.read_text()
 
 

@@ -20,8 +20,9 @@ from pydantic import SecretStr
 from remd import Memory, load_config
 from remd.cli import main
 from remd.config import Config
-from remd.http import HttpServer, RequestLog, create_app
+from remd.http import HttpServer, create_app
 from remd.logs import capture_events
+from remd.requestlog import RequestLog
 from remd.serving import EngineHost, Throttle
 from remd.tokens import TokenCounter
 from tests.helpers import hogged

@@ -18,9 +18,9 @@ from remd import Config, InvalidInput, Memory, Pack
 from remd.cli import main
 from remd.config import EmbedConfig, InjectConfig
 from remd.embed import make_embedder
+from remd.quantisation import to_int8
 from remd.tagging import extract_query_tags
 from remd.tokens import get_encoding
-from remd.vectors import to_int8
 from tests.conftest import Clock
 from tests.helpers import knn
 

@@ -208,7 +208,7 @@ def test_a_memory_of_several_sentences_gets_a_vector_per_sentence(tmp_path: Path
             (long_id,))
         import numpy as np
 
-        from remd.vectors import from_int8
+        from remd.quantisation import from_int8
 
         q = np.asarray(m.engine.query_vector("What did Melanie do with her family?"))
         whole_sim = float(from_int8([whole[0][0]])[0] @ (q / np.linalg.norm(q)))

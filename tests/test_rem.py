@@ -33,7 +33,8 @@ from remd.exchange import iso
 from remd.llm import LLMClient, LLMSettings
 from remd.merge import synthesis_limit
 from remd.pgstore import is_url
-from remd.rem import ClusterOutcome, get_run
+from remd.rem import ClusterOutcome
+from remd.remruns import get_run
 from remd.synthesis import LLMSynthesiser
 from remd.text import find_dates
 from remd.tokens import TokenCounter

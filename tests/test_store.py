@@ -15,9 +15,10 @@ import apsw
 import pytest
 
 from remd import Memory, SchemaVersionError, StoreError
+from remd.backends import open_store
 from remd.config import StoreConfig
 from remd.errors import DatabaseLocked
-from remd.store import MIGRATIONS, SCHEMA_VERSION, Store, connect, open_store, schema_sql
+from remd.store import MIGRATIONS, SCHEMA_VERSION, Store, connect, schema_sql
 
 pytestmark = pytest.mark.backends
 
@@ -139,7 +140,7 @@ def test_a_file_at_0009_gets_sentence_vectors_through_the_backlog(db_path: Path)
 
 @pytest.mark.sqlite_only("SQLite migrations")
 def test_a_file_at_0008_gets_rem_holds_and_its_runs_keep_their_rows(db_path: Path) -> None:
-    from remd.rem import get_run
+    from remd.remruns import get_run
     from tests.test_rem import NOW, fragments, old_lines
 
     old_file(db_path, "0008_vectors_once")

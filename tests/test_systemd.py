@@ -117,7 +117,8 @@ def test_example_environment_file_is_valid() -> None:
         env[key] = value
     config_vars = {k: v for k, v in env.items() if k not in CLI_VARIABLES}
     assert config_vars, "the example should show config overrides"
-    # As shipped, the token is a placeholder the daemon refuses (README: replace it on install).
+    # As shipped, the token is a placeholder the daemon refuses (docs/deployment.md: replace
+    # it on install).
     with pytest.raises(ConfigError, match="example file's placeholder"):
         load_config(env=config_vars)
     config_vars["REMD_DAEMON__HTTP_TOKEN"] = secrets.token_hex(24)

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import remd.vectors as scan
 from remd import Memory
-from remd.vectors import DIM, quantise, write_vectors
+from remd.quantisation import DIM, quantise
+from remd.vectors import write_vectors
 from tests.helpers import knn
 
 pytestmark = pytest.mark.backends
@@ -94,7 +95,8 @@ def test_deleted_rows_leave_the_mirror(db_path: Path) -> None:
 def test_a_split_scan_finds_exactly_what_one_scan_finds() -> None:
     """The Hamming scan of a large namespace runs in parts on threads; the parts' best,
     merged by distance with ties in rid order, are the whole scan's best."""
-    from remd.vectors import BitIndex, quantise
+    from remd.quantisation import quantise
+    from remd.vectors import BitIndex
 
     rng = np.random.default_rng(5)
     n = 150_000

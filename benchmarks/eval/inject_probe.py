@@ -37,20 +37,21 @@ from benchmarks.eval import baselines, locomo
 from benchmarks.eval.locomo_run import RemdSubject, fresh_db
 from benchmarks.eval.report import mean, table
 from remd import Config, Memory, packer
+from remd.candidates import Candidate
 from remd.config import InjectConfig
 from remd.embed import MiniLMEmbedder
-from remd.inject import _Candidate, _Injector
+from remd.inject import _Injector
 from remd.tagging import extract_query_tags
 
 BUDGETS = (256, 512, 1024, 2048)
-Hook = Callable[["Probe", apsw.Connection, dict[int, _Candidate], str], None]
+Hook = Callable[["Probe", apsw.Connection, dict[int, Candidate], str], None]
 
 
 @dataclass
 class Probed:
     """One question: the scored candidates and, per budget, the rids packed."""
 
-    cands: dict[int, _Candidate]
+    cands: dict[int, Candidate]
     packed: dict[int, list[int]]
     seeds: list[str] = field(default_factory=list)
 
@@ -95,7 +96,7 @@ def lead_tag_boost(factor: float = 1.15) -> Hook:
     """The generic form of entity_boost: a memory whose top tag (weight 1.0: the first entity
     it names) is one of the query's tags scores ``factor``x. In LoCoMo that tag is the speaker."""
 
-    def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, _Candidate], q: str) -> None:
+    def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, Candidate], q: str) -> None:
         names = {n for n, _ in extract_query_tags(q)}
         if not names or not cands:
             return
@@ -115,10 +116,10 @@ def prf(top: int = 3, beta: float = 1.0, k: int = 32) -> Hook:
     """Pseudo-relevance feedback: a second vector search from the query plus the centroid of
     the best ``top`` candidates; its similarities are vector evidence too."""
 
-    def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, _Candidate], q: str) -> None:
+    def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, Candidate], q: str) -> None:
         import numpy as np
 
-        from remd import vectors
+        from remd import quantisation, vectors
 
         best = sorted(cands.values(), key=lambda c: -c.base)[:top]
         if not best or probe.mem.embedder is None:
@@ -129,11 +130,11 @@ def prf(top: int = 3, beta: float = 1.0, k: int = 32) -> Hook:
                                  [c.rid for c in best]))
         if not rows:
             return
-        mat = vectors.from_int8([r[0] for r in rows])
+        mat = quantisation.from_int8([r[0] for r in rows])
         q2 = qv / np.linalg.norm(qv) + beta * mat.mean(axis=0)
         hits = vectors.knn(probe.view.bits, conn, q2, k, rerank=probe.cfg.vector_rerank)
         hits = probe._resolve(conn, hits)[:k]
-        fresh = {rid: _Candidate(rid) for rid, _ in hits if rid not in cands}
+        fresh = {rid: Candidate(rid) for rid, _ in hits if rid not in cands}
         probe._load(fresh)
         cands.update(fresh)
         for rid, sim in hits:
