@@ -34,7 +34,7 @@ class StoreConfig(_Section):
         "PRAGMA mmap_size: reads map the file instead of copying pages (inject at 100k "
         "memories: 22.7 -> 16.7 ms); 0 turns it off"))
     checkpoint_pages: int = Field(1000, ge=0, description=(
-        "WAL pages after which a background thread checkpoints (remd/store.py Checkpointer); "
+        "WAL pages after which a background thread checkpoints (remd/checkpoints.py Checkpointer); "
         "0 leaves it to SQLite, inside the commit that crosses 1000 pages"))
     max_connections: int = Field(4, ge=1, le=64, description=(
         "connections to the file one process keeps at most, shared by every namespace and "

@@ -45,6 +45,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from remd import nodes as _nodes
 from remd.errors import InvalidInput, quote
 from remd.memory import Memory
 from remd.models import NodeKind
@@ -219,11 +220,9 @@ class RemdStore(BaseStore):
 
     # -- operations -----------------------------------------------------------------------
     def _live(self, mem: Memory, key: str | None = None) -> list[tuple[Any, ...]]:
-        sql = ("SELECT id, content, source, created_at FROM nodes WHERE namespace = ? "
-               "AND status = 'live' AND source " + ("= ?" if key is not None else "LIKE ?")
-               + " ORDER BY created_at DESC, rid DESC")
-        arg = _SOURCE + key if key is not None else _SOURCE + "%"
-        return list(mem.store.query(sql, (mem.namespace, arg)))
+        if key is not None:
+            return _nodes.live_by_source(mem.store, mem.namespace, _SOURCE + key)
+        return _nodes.live_by_source(mem.store, mem.namespace, _SOURCE + "%", like=True)
 
     @staticmethod
     def _item(namespace: tuple[str, ...], row: tuple[Any, ...], score: float | None = None,
@@ -266,11 +265,8 @@ class RemdStore(BaseStore):
         """The remd namespaces holding live store items under ``prefix``: a range of the
         ``(namespace, status, rid)`` index ("base" itself, then "base." up to "base/", the
         character after "."), never the other namespaces' memories."""
-        base = to_remd_namespace(prefix)
-        return [str(r[0]) for r in self._root.store.query(
-            "SELECT DISTINCT namespace FROM nodes WHERE (namespace = ? OR (namespace >= ? "
-            "AND namespace < ?)) AND status = 'live' AND source LIKE ?",
-            (base, base + ".", base + "/", _SOURCE + "%"))]
+        return _nodes.live_namespaces(self._root.store, to_remd_namespace(prefix),
+                                      _SOURCE + "%")
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = op.namespace_prefix

@@ -17,13 +17,15 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from remd import backlog as _backlog
+from remd import edges as _edges
 from remd import exchange as _exchange
 from remd import feedback as _feedback
 from remd import inject as _inject
+from remd import neighbours as _neighbours
 from remd import nodes as _nodes
+from remd import stats as _stats
 from remd import supersede as _supersede
 from remd import tagtools as _tagtools
-from remd import vectors as _vectors
 from remd.config import Config
 from remd.embed import Embedder, Vectors
 from remd.engine import Engine, open_engine
@@ -197,10 +199,7 @@ class Memory:
 
         Raises NotFound for an unknown id.
         """
-        rid = self._rid(node_id)
-        with self.store.transaction() as conn:
-            conn.execute("UPDATE nodes SET status = 'forgotten' WHERE namespace = ? AND rid = ?",
-                         (self.namespace, rid))
+        _nodes.forget(self.store, self.namespace, node_id)
         log.info("memory.forgotten", id=node_id, namespace=self.namespace)
         return self.get(node_id)
 
@@ -216,37 +215,13 @@ class Memory:
         return _nodes.get(self.store, self.namespace, node_id)
 
     def recent(self, n: int = 10, *, include_inactive: bool = False) -> list[Node]:
-        """The n most recently created live memories (all statuses if include_inactive)."""
-        if not isinstance(n, int) or n < 0:
-            raise InvalidInput(f"n must be a non-negative integer, not {n!r}")
-        status = "" if include_inactive else "AND status = 'live'"
-        rows = self.store.query(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? {status} "
-            "ORDER BY created_at DESC, rid DESC LIMIT ?", (self.namespace, n))
-        return self.nodes_from_rows(rows)
+        """The n most recently created live memories (all statuses if include_inactive).
+        Raises InvalidInput for a bad ``n``."""
+        return _nodes.recent(self.store, self.namespace, n, include_inactive=include_inactive)
 
     def history(self, node_id: str) -> list[Node]:
         """The SUPERSEDES chain through this memory, oldest first. Raises NotFound."""
-        self.get(node_id)
-        seen = {node_id}
-        frontier = [node_id]
-        while frontier:
-            marks = ",".join("?" * len(frontier))
-            rows = self.store.query(
-                f"SELECT src, dst FROM edges WHERE namespace = ? AND type = 'SUPERSEDES' "
-                f"AND live = 1 AND (src IN ({marks}) OR dst IN ({marks}))",
-                (self.namespace, *frontier, *frontier))
-            frontier = []
-            for src, dst in rows:
-                for other in (src, dst):
-                    if other not in seen:
-                        seen.add(other)
-                        frontier.append(other)
-        marks = ",".join("?" * len(seen))
-        rows = self.store.query(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND id IN ({marks}) "
-            "ORDER BY created_at, rid", (self.namespace, *seen))
-        return self.nodes_from_rows(rows)
+        return _nodes.history(self.store, self.namespace, node_id)
 
     def nearest(self, text: str, k: int = 8, *, live_only: bool = True,
                 exact: bool = False) -> list[tuple[Node, float]]:
@@ -256,62 +231,22 @@ class Memory:
         namespace's in-process bit index (built on the process's first search), then the exact
         cosine of the best ``k * vector_rerank`` candidates; a true neighbour can in rare cases
         rank outside the candidates. ``exact=True`` scans every stored vector of the namespace
-        with sqlite-vec instead.
+        with sqlite-vec instead (see :func:`remd.neighbours.nearest`).
         """
-        embedder = self.embedder
-        if embedder is None or k <= 0:
-            return []
-        query = check_text(text, self.config.store.max_content_chars)
-        vec = self.query_vector(query)
-        assert vec is not None  # the embedder exists (checked above)
-        rerank = self.config.inject.vector_rerank
-        status = "AND status = 'live'" if live_only else ""
-        want = k * 2 if live_only else k
-        while True:
-            # Memories that are no longer live sit among the vectors too: ask for more until
-            # k live ones are found or the namespace has no more vectors.
-            if exact:
-                hits = _vectors.exact_scan(self.store, self.namespace, vec, want)
-                more = len(hits) == want
-            else:
-                with self.engine.caches.use(self.namespace) as view, \
-                        self.store.snapshot() as conn:
-                    found = _vectors.knn(view.bits, conn, vec, want, rerank=rerank)
-                hits = [(rid, 1.0 - sim) for rid, sim in found]
-                more = len(found) == want * rerank
-            if not hits:
-                return []
-            dist = {rid: d for rid, d in hits}
-            marks = ",".join("?" * len(dist))
-            rows = self.store.query(
-                f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND rid IN ({marks}) "
-                f"{status}", (self.namespace, *dist))
-            if len(rows) >= k or not more:
-                break
-            want *= 4
-        nodes = self.nodes_from_rows(rows)
-        rid_of = {r[1]: r[0] for r in rows}
-        ranked = sorted(((n, float(dist[rid_of[n.id]])) for n in nodes), key=lambda p: p[1])
-        return ranked[:k]
+        return _neighbours.nearest(self.engine, self.namespace, text, k, live_only=live_only,
+                                   exact=exact)
 
     def edges(self, node_id: str) -> list[tuple[str, str, EdgeType, float]]:
         """Live typed edges touching a memory: (src, dst, type, weight)."""
         self.get(node_id)
-        rows = self.store.query(
-            "SELECT src, dst, type, weight FROM edges WHERE namespace = ? AND live = 1 "
-            "AND (src = ? OR dst = ?) ORDER BY eid", (self.namespace, node_id, node_id))
-        return [(s, d, EdgeType(t), w) for s, d, t, w in rows]
+        return _edges.touching(self.store, self.namespace, node_id)
 
     def links(self, node_id: str) -> list[Edge]:
         """Live typed edges touching a memory, with their weight and context: an update
         decision's SUPERSEDES or CONTRADICTS edge carries its confidence and reason; a
         synthesis's DERIVED_FROM edges name what it came from. Raises NotFound."""
         self.get(node_id)
-        rows = self.store.query(
-            "SELECT src, dst, type, weight, context FROM edges WHERE namespace = ? AND live = 1 "
-            "AND (src = ? OR dst = ?) ORDER BY eid", (self.namespace, node_id, node_id))
-        return [Edge(src=s, dst=d, type=EdgeType(t), weight=w, context=c)
-                for s, d, t, w, c in rows]
+        return _edges.links(self.store, self.namespace, node_id)
 
     def restore(self, node_id: str) -> _supersede.Restored:
         """Undo update detection's decision that a memory was updated: it is live again,
@@ -332,33 +267,7 @@ class Memory:
 
     def stats(self) -> Stats:
         """Counts for this namespace."""
-        ns = self.namespace
-        with self.store.snapshot():
-            by_status = dict(self.store.query(
-                "SELECT status, count(*) FROM nodes WHERE namespace = ? GROUP BY status", (ns,)))
-            by_kind = dict(self.store.query(
-                "SELECT kind, count(*) FROM nodes WHERE namespace = ? AND status = 'live' "
-                "GROUP BY kind", (ns,)))
-            tags = self.store.scalar("SELECT count(*) FROM tags WHERE namespace = ?", (ns,))
-            tag_edges = self.store.scalar(
-                "SELECT count(*) FROM tag_edges WHERE namespace = ?", (ns,))
-            edges = self.store.scalar(
-                "SELECT count(*) FROM edges WHERE namespace = ? AND live = 1", (ns,))
-            pending = self.store.scalar(
-                "SELECT count(*) FROM nodes WHERE namespace = ? AND embedded = 0", (ns,))
-            packs = self.store.scalar("SELECT count(*) FROM packs WHERE namespace = ?", (ns,))
-            runs = self.store.scalar("SELECT count(*) FROM rem_runs WHERE namespace = ?", (ns,))
-            version = self.store.schema_version()
-        path = self.store.path
-        size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
-        return Stats(
-            namespace=ns, nodes=sum(by_status.values()), live=by_status.get("live", 0),
-            deprecated=by_status.get("deprecated", 0),
-            superseded=by_status.get("superseded", 0),
-            forgotten=by_status.get("forgotten", 0), facts=by_kind.get("fact", 0),
-            synthesis=by_kind.get("synthesis", 0), tags=tags, tag_edges=tag_edges,
-            edges=edges, pending_embeddings=pending, packs=packs, rem_runs=runs,
-            db_bytes=size, schema_version=version, by_kind=by_kind)
+        return _stats.stats(self.store, self.namespace)
 
     # -- export and import (remd.exchange) --------------------------------------------------
     def export_lines(self) -> Iterator[str]:

@@ -10,7 +10,8 @@ sentences loses the dates. :func:`merge` instead
 2. groups restatements: two statements are one fact when they name the same things, or one a
    subset of the other's (names and numbers; dates may differ), and say it alike (sentence
    vectors from the packaged embedder, or shared words without one); statements naming
-   different things are never one fact, however alike their wording;
+   different things are never one fact, however alike their wording (steps 1 and 2:
+   :mod:`remd.restatements`);
 3. writes each group once: its most typical statement, the days of its restatements merged
    into its date ("had timeouts on 12 Jan, 3 Feb and 14 Mar 2025"), and what the others add (a
    name, a number, a cause; the words of one that is not a paraphrase) after it;
@@ -32,55 +33,32 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 import numpy as np
-import numpy.typing as npt
 
 from remd import text as tx
 from remd.details import is_detail_word, missing
 from remd.errors import NotDenser
 from remd.fuse import fuse
+from remd.restatements import (
+    Count,
+    Group,
+    Statement,
+    Vectors,
+    group,
+    plain_words,
+    similarity,
+    statements,
+    sure_names,
+    typical,
+)
 from remd.tagging import is_verb_form
 
-Vectors = npt.NDArray[np.float32]
 Embed = Callable[[list[str]], Vectors | None]  # None: no embedder after all
-Count = Callable[[str], int]
 
 MIN_COVERAGE = 0.95  # share of the members' anchors a synthesis keeps
-# How alike two statements must say something to be one fact (cosine of sentence vectors),
-# by how much they share: the same two or more names/numbers, the same one, one's a subset of
-# the other's, or neither names anything.
-_SAME_MANY, _SAME_ONE, _SAME_NONE = 0.5, 0.7, 0.7
-_SHARED_WORDS = 0.5  # ...or share this share of their words (Jaccard), dates and numbers aside
-_COMPARED = 16  # statements of a group a new one is compared with
 # A restatement this alike its group's statement (cosine) says the same thing: its other words
 # are wording ("hit timeouts" / "had timeouts", 0.91). Below, they may be what differs ("failed
 # with slow queries" / "had timeouts", 0.60; "had a memory leak", 0.77) and stay with its days.
 _PARAPHRASE = 0.8
-
-
-@dataclass
-class Statement:
-    fragment: int
-    order: int
-    day: date  # the fragment's save day (UTC)
-    text: str
-    speaker: str
-    stamp: str
-    spans: list[tx.DateSpan]
-    ids: frozenset[str]  # names and numbers, casefolded: what the statement is about
-    sure: frozenset[str]  # of those, the cluster's sure names and the numbers (sure_names)
-    days: list[date]  # full days it writes
-    cause: str | None
-    content: frozenset[str]
-    negated: bool
-    vector: Vectors | None = None
-
-
-@dataclass
-class Group:
-    """Restatements of one fact and the one written out (:func:`_typical`)."""
-
-    members: list[Statement]
-    rep: Statement
 
 
 @dataclass(frozen=True)
@@ -109,15 +87,6 @@ class Anchors:
         return found / self.total()
 
 
-def sure_names(texts: Sequence[str]) -> frozenset[str]:
-    """The cluster's names, casefolded: every one but a lone word that only ever opens a
-    sentence (tx.name_runs)."""
-    runs = [r for text in texts for r in tx.name_runs(text)]
-    inside = {name.casefold() for name, opens in runs if not opens}
-    return frozenset(name.casefold() for name, opens in runs
-                     if not opens or name.casefold() in inside)
-
-
 def anchors_of(texts: Sequence[str]) -> Anchors:
     names = set(sure_names(texts))
     numbers: set[str] = set()
@@ -128,113 +97,10 @@ def anchors_of(texts: Sequence[str]) -> Anchors:
         dates.update(d.key for d in tx.find_dates(text))
         for sentence in tx.sentences(text):
             pair = tx.causal(sentence)
-            if pair is not None and (words := _plain_words(pair[0])):
+            if pair is not None and (words := plain_words(pair[0])):
                 causes.append(words)
     return Anchors(frozenset(names), frozenset(numbers), frozenset(dates),
                    tuple(dict.fromkeys(causes)))
-
-
-def _may_be_name(word: str, sure: frozenset[str], count: Count) -> bool:
-    """Is a word opening its sentence perhaps a name? Yes when the cluster writes it as one
-    elsewhere; no when it is a stop word, a verb form ("Saw", "Paged") or a common word (one
-    token of the tokenizer's vocabulary: "Finance", "Questions", "Cost"), which only the
-    sentence capitalised; else yes ("Vorqua launched ...")."""
-    low = word.casefold()
-    if low in sure:
-        return True
-    return not (low in tx.STOP_WORDS or is_verb_form(low) or count(" " + low) == 1)
-
-
-def _plain_words(text: str) -> frozenset[str]:
-    """Content words without digits (dates and numbers are anchors of their own): what a
-    statement says, and what of a cause must stay."""
-    return frozenset(w for w in tx.content_words(text) if not any(c.isdigit() for c in w))
-
-
-def statements(contents: Sequence[str], days: Sequence[date], count: Count
-               ) -> list[Statement]:
-    sure = sure_names(contents)
-    out: list[Statement] = []
-    for fi, (content, day) in enumerate(zip(contents, days, strict=True)):
-        stamp, speaker, body = tx.split_header(content)
-        for si, sentence in enumerate(tx.sentences(body)):
-            spans = tx.find_dates(sentence)
-            runs = tx.name_runs(sentence)
-            nums = set(tx.numbers(sentence))
-            # What it is about (names and numbers; see _may_be_name for an opening word).
-            ids = {n.casefold() for n, opens in runs
-                   if not opens or _may_be_name(n, sure, count)} | nums
-            pair = tx.causal(sentence)
-            out.append(Statement(
-                fragment=fi, order=si, day=day, text=sentence.rstrip(";").strip(),
-                speaker=speaker, stamp=stamp, spans=spans, ids=frozenset(ids),
-                sure=frozenset({n.casefold() for n, _ in runs} & sure | nums),
-                days=[d for s in spans if (d := s.day_date) is not None],
-                cause=pair[0] if pair else None,
-                content=_plain_words(sentence),
-                negated=any(tx.is_negation(w) for w in tx.words(sentence))))
-    return out
-
-
-def similarity(a: Statement, b: Statement) -> float:
-    if a.vector is not None and b.vector is not None:
-        return float(np.dot(a.vector, b.vector))
-    union = a.content | b.content
-    return len(a.content & b.content) / len(union) if union else 0.0
-
-
-def _compatible(s: Statement, lead: Statement) -> bool:
-    """Could ``s`` restate ``lead``? Never across speakers or a negation, nor when they name
-    different things ("Sulren opened on 7 Jul" / "Sulmiren opened on 25 Aug"): one's names
-    and numbers must be the other's, or a part of them."""
-    return (s.negated == lead.negated and s.speaker == lead.speaker
-            and (s.ids <= lead.ids or lead.ids <= s.ids))
-
-
-def _joins(s: Statement, lead: Statement, sim: float) -> bool:
-    """Is ``s`` a restatement of ``lead``? When :func:`_compatible`, and alike in meaning
-    (``sim``) or sharing half their words."""
-    if _compatible(s, lead):
-        same_many = s.ids == lead.ids and len(s.ids) >= 2
-        floor = _SAME_MANY if same_many else _SAME_ONE if s.ids or lead.ids else _SAME_NONE
-        union = s.content | lead.content
-        shared = len(s.content & lead.content) / len(union) if union else 0.0
-        return sim >= floor or shared >= _SHARED_WORDS
-    return False
-
-
-def group(stmts: Sequence[Statement]) -> list[list[Statement]]:
-    """Restatements together: each statement joins the group it is most alike, among those
-    whose first statement names the same things as it (or a subset, or a superset) and one of
-    whose statements it restates (:func:`_joins`). Names are checked against the first
-    statement, so a group never drifts from one subject to another through a chain."""
-    groups: list[list[Statement]] = []
-    for s in stmts:
-        best, best_sim = None, -1.0
-        for g in groups:
-            if not _compatible(s, g[0]):
-                continue
-            sims = [(similarity(s, m), m) for m in g[:_COMPARED]]
-            sim = max(x for x, _ in sims)
-            if sim > best_sim and any(_joins(s, m, x) for x, m in sims):
-                best, best_sim = g, sim
-        if best is None:
-            groups.append([s])
-        else:
-            best.append(s)
-    return groups
-
-
-def _typical(members: list[Statement]) -> Statement:
-    """The statement most like the others; then the one naming most of what the group names;
-    then the shortest."""
-    ids = set().union(*(m.ids for m in members))
-
-    def score(m: Statement) -> tuple[float, int, int]:
-        central = sum(similarity(m, o) for o in members if o is not m) / max(1, len(members) - 1)
-        return round(central, 2), len(m.ids & ids), -len(m.text)
-
-    return max(members, key=score)
 
 
 def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, str]]:
@@ -244,7 +110,7 @@ def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, s
     form (what differs in substance, such as the symptom of an incident: "slow queries";
     "hit", "saw", "timed" are wording)."""
     out: list[tuple[str, str]] = []
-    cause = _plain_words(m.cause) if m.cause else frozenset()
+    cause = plain_words(m.cause) if m.cause else frozenset()
     taken: set[str] = set()
     tokens = list(tx.WORD.finditer(m.text))
     i = 0
@@ -433,7 +299,7 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
     for g in everything:
         members = [m for m in g if m.fragment in kept]
         if members:
-            groups.append(Group(members, _typical(members)))
+            groups.append(Group(members, typical(members)))
     groups.sort(key=lambda g: min((m.fragment, m.order) for m in g.members))
     wanted = anchors_of([contents[f] for f in keep])
     texts = [contents[f] for f in keep]

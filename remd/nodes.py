@@ -1,5 +1,5 @@
-"""Reading memories back as :class:`~remd.models.Node` values (engine level: a store and a
-namespace, no facade)."""
+"""Reading memories back as :class:`~remd.models.Node` values, and forgetting one (engine
+level: a store and a namespace, no facade)."""
 
 from __future__ import annotations
 
@@ -74,3 +74,70 @@ def rid_of(store: Store, namespace: str, node_id: str) -> int:
     if rid is None:
         raise NotFound("memory", node_id, namespace)
     return int(rid)
+
+
+def forget(store: Store, namespace: str, node_id: str) -> None:
+    """Soft-delete: the node stays in the file (status forgotten) but is never injected.
+    Raises NotFound, InvalidInput."""
+    rid = rid_of(store, namespace, node_id)
+    with store.transaction() as conn:
+        conn.execute("UPDATE nodes SET status = 'forgotten' WHERE namespace = ? AND rid = ?",
+                     (namespace, rid))
+
+
+def recent(store: Store, namespace: str, n: int = 10, *,
+           include_inactive: bool = False) -> list[Node]:
+    """The n most recently created live memories (all statuses if include_inactive).
+    Raises InvalidInput for a bad ``n``."""
+    if not isinstance(n, int) or n < 0:
+        raise InvalidInput(f"n must be a non-negative integer, not {n!r}")
+    status = "" if include_inactive else "AND status = 'live'"
+    rows = store.query(
+        f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? {status} "
+        "ORDER BY created_at DESC, rid DESC LIMIT ?", (namespace, n))
+    return from_rows(store, rows)
+
+
+def history(store: Store, namespace: str, node_id: str) -> list[Node]:
+    """The SUPERSEDES chain through this memory, oldest first. Raises NotFound."""
+    get(store, namespace, node_id)
+    seen = {node_id}
+    frontier = [node_id]
+    while frontier:
+        marks = ",".join("?" * len(frontier))
+        rows = store.query(
+            f"SELECT src, dst FROM edges WHERE namespace = ? AND type = 'SUPERSEDES' "
+            f"AND live = 1 AND (src IN ({marks}) OR dst IN ({marks}))",
+            (namespace, *frontier, *frontier))
+        frontier = []
+        for src, dst in rows:
+            for other in (src, dst):
+                if other not in seen:
+                    seen.add(other)
+                    frontier.append(other)
+    marks = ",".join("?" * len(seen))
+    rows = store.query(
+        f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND id IN ({marks}) "
+        "ORDER BY created_at, rid", (namespace, *seen))
+    return from_rows(store, rows)
+
+
+def live_by_source(store: Store, namespace: str, source: str, *,
+                   like: bool = False) -> list[tuple[Any, ...]]:
+    """(id, content, source, created_at) of the live memories whose source is ``source``
+    (a LIKE pattern if ``like``), newest first."""
+    sql = ("SELECT id, content, source, created_at FROM nodes WHERE namespace = ? "
+           "AND status = 'live' AND source " + ("LIKE ?" if like else "= ?")
+           + " ORDER BY created_at DESC, rid DESC")
+    return list(store.query(sql, (namespace, source)))
+
+
+def live_namespaces(store: Store, base: str, source_like: str) -> list[str]:
+    """The namespaces ``base`` and ``base.*`` holding live memories whose source matches the
+    LIKE pattern ``source_like``: a range of the ``(namespace, status, rid)`` index ("base"
+    itself, then "base." up to "base/", the character after "."), never the other
+    namespaces' memories."""
+    return [str(r[0]) for r in store.query(
+        "SELECT DISTINCT namespace FROM nodes WHERE (namespace = ? OR (namespace >= ? "
+        "AND namespace < ?)) AND status = 'live' AND source LIKE ?",
+        (base, base + ".", base + "/", source_like))]

@@ -1,4 +1,5 @@
-"""The SQLite file: one connection factory, one transaction primitive, named migrations.
+"""The SQLite file: one connection factory, one transaction primitive, named migrations
+(listed in :mod:`remd.schema`, applied by :meth:`Store.migrate`).
 
 Every connection goes through :func:`connect` (WAL, busy timeout, foreign keys, sqlite-vec).
 Every write goes through :meth:`Store.transaction` (``BEGIN IMMEDIATE``; a ``SAVEPOINT`` when
@@ -14,16 +15,15 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import apsw
-import numpy as np
 import sqlite_vec
 
+from remd.checkpoints import Checkpointer
 from remd.config import StoreConfig
 from remd.errors import (
     DatabaseLocked,
@@ -33,72 +33,15 @@ from remd.errors import (
     StoreError,
 )
 from remd.logs import get_logger
-from remd.quantisation import DIM, to_int8
+from remd.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
 from remd.walfiles import check_reader, keep, why_read_only
 
 log = get_logger("remd.store")
 
-_SCHEMA_FILE = "schema.sql"
-
-
-def schema_sql() -> str:
-    """remd/schema.sql: the whole schema of a new file (every migration applied)."""
-    return (resources.files("remd") / _SCHEMA_FILE).read_text(encoding="utf-8")
-
-
-def migration_sql(name: str) -> str:
-    """The SQL of one named migration (remd/migrations/NAME.sql)."""
-    return (resources.files("remd") / "migrations" / f"{name}.sql").read_text(encoding="utf-8")
-
-
-Step = Callable[[apsw.Connection], None]
-
-
-def _migration_sql(name: str) -> Step:
-    def step(conn: apsw.Connection) -> None:
-        conn.execute(migration_sql(name))
-    return step
-
-
-def _vectors_once(conn: apsw.Connection) -> None:
-    """0008: its SQL (vec0's node_vec dropped, its rows copied first), then every float32
-    vector rewritten in the stored int8 form (remd.quantisation.to_int8: 384 bytes instead of
-    1,536)."""
-
-    def int8(blob: apsw.SQLiteValue) -> apsw.SQLiteValue:
-        assert isinstance(blob, bytes)
-        return to_int8(np.frombuffer(blob, np.float32))[0].tobytes()
-
-    conn.execute(migration_sql("0008_vectors_once"))
-    conn.create_scalar_function("remd_int8", int8, 1,  # type: ignore[arg-type]
-                                deterministic=True)
-    conn.execute("UPDATE node_vec_bit SET vec = remd_int8(vec) WHERE length(vec) = ?",
-                 (4 * DIM,))
-
-
-# Named migrations, applied in order to a file that lacks them (by name, as remd_migrations
-# records them); a new file gets schema.sql, which equals all of them applied, and records
-# every name. The schema version of a file is the number of migrations it has. Never edit or
-# reorder an entry once released: append a new one, and make the same change in schema.sql.
-MIGRATIONS: tuple[tuple[str, Step], ...] = (
-    ("0001_initial", _migration_sql("0001_initial")),
-    ("0002_vec_bit", _migration_sql("0002_vec_bit")),  # quantised vectors, tag/FTS indexes
-    ("0003_vec_generation", _migration_sql("0003_vec_generation")),  # vector index reloads
-    ("0004_node_tags_live", _migration_sql("0004_node_tags_live")),  # live rows of a tag
-    ("0005_tag_log", _migration_sql("0005_tag_log")),  # tags changed, for the graph cache
-    ("0006_node_log", _migration_sql("0006_node_log")),  # nodes changed, for the node mirror
-    ("0007_node_tags_rid_cover", _migration_sql("0007_node_tags_rid_cover")),  # tags by memory
-    ("0008_vectors_once", _vectors_once),  # vec0 gone, int8 vectors: no chunk per namespace
-    ("0009_rem_holds", _migration_sql("0009_rem_holds")),  # no redo after a rollback
-    ("0010_sentence_vectors", _migration_sql("0010_sentence_vectors")),  # a vector per sentence
-    ("0011_namespace_everywhere", _migration_sql("0011_namespace_everywhere")),  # routing
-    ("0012_update_judged", _migration_sql("0012_update_judged")),  # update detection pending
-)
 _LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
 # tag_log rows kept for readers (remd/graphcache.py); pruned in steps of _LOG_STEP.
 LOG_KEEP = 65_536
 _LOG_STEP = 4096
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def _wrap(exc: apsw.Error, path: str) -> StoreError:
@@ -222,73 +165,6 @@ def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
             raise apsw.BusyError("database is locked (switching to WAL)")
         time.sleep(delay * (0.5 + random.random()))
         delay = min(0.1, delay * 2)
-
-
-class Checkpointer:
-    """Copies the WAL back into the database file on a thread of its own.
-
-    SQLite's automatic checkpoint runs inside the commit that takes the WAL past its threshold,
-    so one caller in a few dozen (an inject recording its pack, a save) paid for copying
-    ~1000 pages and the fsyncs: 10-30 ms on this project's VM, the inject's slowest
-    percentile. This hook replaces it (``sqlite3_wal_hook`` turns the automatic one off): a
-    commit that leaves ``pages`` or more in the WAL only wakes the thread, which runs a
-    PASSIVE checkpoint on its own connection (it never waits for readers or writers; what it
-    cannot copy yet is copied next time). Durability is unchanged: in WAL mode a commit is on
-    disk in the WAL before the checkpoint. The thread and its connection start with the first
-    checkpoint, so a Store that never writes much has neither.
-    """
-
-    def __init__(self, path: str, config: StoreConfig) -> None:
-        self.path = path
-        self.config = config
-        self.pages = config.checkpoint_pages
-        self.runs = 0  # checkpoints done (tests look)
-        self._wake = threading.Event()
-        self._stop = False
-        self._thread: threading.Thread | None = None
-        self._guard = threading.Lock()
-
-    def hook(self, conn: apsw.Connection, name: str, pages: int) -> int:
-        """The WAL hook: cheap, called after every commit with the WAL's size in pages."""
-        if pages >= self.pages and not self._stop:
-            with self._guard:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, daemon=True,
-                                                    name=f"remd-checkpoint:{self.path}")
-                    self._thread.start()
-            self._wake.set()
-        return apsw.SQLITE_OK
-
-    def _run(self) -> None:
-        conn: apsw.Connection | None = None
-        try:
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._stop:
-                    return
-                try:
-                    if conn is None:
-                        conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE)
-                        conn.set_busy_timeout(self.config.busy_timeout_ms)
-                        keep(conn, self.path)  # it may be the last to close
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    self.runs += 1
-                except apsw.Error as exc:  # the next commit past the threshold tries again
-                    log.warning("store.checkpoint_failed", path=self.path, error=str(exc))
-        finally:
-            if conn is not None:
-                with contextlib.suppress(apsw.Error):
-                    conn.close()
-
-    def close(self) -> None:
-        """Stop the thread (after the checkpoint it may be running) and close its connection."""
-        with self._guard:
-            self._stop = True
-            thread, self._thread = self._thread, None
-        self._wake.set()
-        if thread is not None:
-            thread.join()
 
 
 class Store:

@@ -18,7 +18,8 @@ from remd import Memory, SchemaVersionError, StoreError
 from remd.backends import open_store
 from remd.config import StoreConfig
 from remd.errors import DatabaseLocked
-from remd.store import MIGRATIONS, SCHEMA_VERSION, Store, connect, schema_sql
+from remd.schema import MIGRATIONS, SCHEMA_VERSION, schema_sql
+from remd.store import Store, connect
 
 pytestmark = pytest.mark.backends
 
