@@ -17,8 +17,9 @@ import unicodedata
 from collections.abc import Callable
 from functools import cache, lru_cache
 
-from remd.errors import InvalidInput, quote
+from remd.errors import InvalidInput
 from remd.lexicon import CATEGORIES, CATEGORY_OF, TABLE, lemma
+from remd.tagnames import MAX_TAG_LEN, checked_tag, normalise_tag
 from remd.text import QUESTION_WORDS, STOP_WORDS, name_runs
 
 __all__ = ["extract_entities", "extract_query_tags", "extract_tags", "is_verb_form", "lemma",
@@ -27,7 +28,6 @@ __all__ = ["extract_entities", "extract_query_tags", "extract_tags", "is_verb_fo
 # The namespace vocabulary: given candidate tags, returns those that exist already.
 Known = Callable[[list[str]], set[str]]
 
-MAX_TAG_LEN = 64
 # Huge texts are tagged from their opening only: tags are a summary, and scanning 1 MB of text on
 # every save would dominate bulk-save time.
 SCAN_CHARS = 4000
@@ -99,7 +99,6 @@ _ASCII_TOKEN_RE = re.compile(
     r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)*|[.!?\n" + re.escape(_BREAK_PUNCT) + "]"
 )
 _I_FORMS = frozenset(("i", "i'm", "i've", "i'll", "i'd"))
-_SPLIT_TAG_RE = re.compile(r"[\s_\-\u2010-\u2015\x00-\x1f\x7f]+")
 _YEAR_RE = re.compile(r"(?:1[5-9]|20)\d\d")
 _LINK_MARKUP_RE = re.compile(r"\[\[memory:[^\]\n]{0,200}\]\]")
 
@@ -124,72 +123,6 @@ def _unicode_token_re() -> re.Pattern[str]:
     word = rf"(?:[^\W_]|[{marks}])+"
     breaks = "".join(_SENTENCE_END) + _BREAK_PUNCT + "、。，！？；：،؛؟"
     return re.compile(rf"{word}(?:'{word})*|[{re.escape(breaks)}]")
-
-
-def _strip_ends(word: str) -> str:
-    """Drop leading/trailing characters that are not letters, digits or marks."""
-    start, end = 0, len(word)
-    while start < end and unicodedata.category(word[start])[0] not in "LNM":
-        start += 1
-    while end > start and unicodedata.category(word[end - 1])[0] not in "LNM":
-        end -= 1
-    return word[start:end]
-
-
-# --- lemmatising -------------------------------------------------------------------------------
-
-
-def _normalise_once(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = unicodedata.normalize("NFKC", text)  # lower() can undo NFKC on rare letters
-    words = []
-    for word in _SPLIT_TAG_RE.split(text):
-        word = _strip_ends(word)
-        while word:  # "boxes's" -> "boxes" -> "box": lemmatise until nothing changes
-            nxt = _strip_ends(lemma(word))
-            if nxt == word:
-                break
-            word = nxt
-        if word:
-            words.append(word)
-    return "-".join(words)
-
-
-def normalise_tag(raw: str) -> str:
-    """Return the canonical form of a tag name: ``"Dark Chocolates"`` -> ``dark-chocolate``.
-
-    NFKC, lower-case, words split on whitespace, underscores and hyphens, punctuation stripped from
-    each word's ends, each word lemmatised, words joined by ``-``. Idempotent.
-
-    Raises:
-        InvalidInput: the result is empty, longer than 64 characters, or holds a lone surrogate
-            (it could not be stored).
-    """
-    tag = _normalise_once(raw)
-    for _ in range(3):  # exotic Unicode can need a second pass to reach the fixed point
-        again = _normalise_once(tag)
-        if again == tag:
-            break
-        tag = again
-    if not tag:
-        raise InvalidInput(f"tag {quote(raw)} is empty once normalised")
-    if len(tag) > MAX_TAG_LEN:
-        raise InvalidInput(f"tag {quote(tag[:20])}... is longer than {MAX_TAG_LEN} characters")
-    if not tag.isascii():
-        try:
-            tag.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInput(f"tag {quote(raw)} is not valid UTF-8") from exc
-    return tag
-
-
-@lru_cache(maxsize=16384)
-def _checked_tag(candidate: str) -> str | None:
-    """Normalised form of a non-ASCII candidate, or None if it normalises to nothing usable."""
-    try:
-        return normalise_tag(candidate)
-    except InvalidInput:
-        return None
 
 
 # --- extraction --------------------------------------------------------------------------------
@@ -263,7 +196,7 @@ class _Pool:
         if len(tag) > MAX_TAG_LEN:
             return
         if not tag.isascii():
-            checked = _checked_tag(tag)
+            checked = checked_tag(tag)
             if checked is None:
                 return
             tag = checked
