@@ -96,11 +96,11 @@ def _asked(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
         return float(vecs[a] @ vecs[b]) if a in vecs and b in vecs else 0.0
 
     # Pairs less than UNALIKE alike are about different things: their texts are not read.
-    pairs = [(a, b) for a in near for b in near if a.created_at < b.created_at
-             and not 0.0 < cosine(a.rid, b.rid) < UNALIKE]
+    pairs = [(a, b, cos) for a in near for b in near if a.created_at < b.created_at
+             for cos in (cosine(a.rid, b.rid),) if not 0.0 < cos < UNALIKE]
     if not pairs:
         return []
-    wanted = sorted({c.rid for pair in pairs for c in pair})
+    wanted = sorted({c.rid for a, b, _ in pairs for c in (a, b)})
     marks = ",".join("?" * len(wanted))
     texts = {int(r): str(t) for r, t in conn.execute(
         f"SELECT rid, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
@@ -110,11 +110,10 @@ def _asked(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
         return []  # a transcript's turns: none is ever stale
     named = {n.casefold() for n in tx.names(query)}  # "the Stripe test key": about Stripe
     out = []
-    for a, b in pairs:
+    for a, b, cos in pairs:
         if a.rid in readings and b.rid in readings:
             if named and (named & readings[a.rid].names) != (named & readings[b.rid].names):
                 continue  # one of them is about what the question names, the other not
-            cos = cosine(a.rid, b.rid)
             if judge(readings[a.rid], readings[b.rid], cos, asked=True) is not None:
                 out.append((a.rid, b.rid))
     return out
