@@ -35,7 +35,7 @@ from benchmarks.bench_inject import (  # noqa: E402
     vocabulary,
 )
 from remd import Config, Memory  # noqa: E402
-from remd.vectors import write_vectors  # noqa: E402
+from remd.index.vectors import write_vectors  # noqa: E402
 
 SMALL = 3
 

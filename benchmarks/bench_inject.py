@@ -48,11 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.pg_local import schema_url  # noqa: E402
 from remd import Config, Memory  # noqa: E402
 from remd.config import EmbedConfig, InjectConfig  # noqa: E402
-from remd.embed import DIM, Embedder, make_embedder  # noqa: E402
-from remd.lexical import stem_counts  # noqa: E402
-from remd.pgstore import is_url  # noqa: E402
-from remd.quantisation import from_int8  # noqa: E402
-from remd.vectors import write_vectors  # noqa: E402
+from remd.index.lexical import stem_counts  # noqa: E402
+from remd.index.vectors import write_vectors  # noqa: E402
+from remd.store.postgres import is_url  # noqa: E402
+from remd.store.quantisation import from_int8  # noqa: E402
+from remd.text.embed import DIM, Embedder, make_embedder  # noqa: E402
 
 DAY = 86400.0
 NOW = 1_780_000_000.0

@@ -30,9 +30,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from remd import Memory, load_config
-from remd.daemon import Daemon
-from remd.exchange import iso
-from remd.text import find_dates
+from remd.service.daemon import Daemon
+from remd.text.words import find_dates
+from remd.write.exchange import iso
 
 DAY = 86400.0
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.pg_local import schema_url  # noqa: E402
 from remd import Memory  # noqa: E402
 from remd.config import EmbedConfig  # noqa: E402
-from remd.embed import make_embedder  # noqa: E402
+from remd.text.embed import make_embedder  # noqa: E402
 
 WORDS = [
     "alpha", "project", "deploy", "billing", "invoice", "kayak", "fjord", "Lisbon", "Porto",

@@ -50,9 +50,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from remd.config import StoreConfig  # noqa: E402
-from remd.store import connect  # noqa: E402
+from remd.store.sqlite import connect  # noqa: E402
 
-REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
+REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 FD_LIMIT = 1024
 MEMORIES_PER_NAMESPACE = 3
 TOKEN_BUDGET = 200

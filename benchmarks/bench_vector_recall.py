@@ -1,11 +1,11 @@
 """How much of the true cosine neighbourhood inject's vector search keeps, on real text.
 
 Inject does not scan float vectors: it keeps the ``vector_k * vector_rerank`` nearest by the
-Hamming distance of their sign bits and reranks those by exact cosine (remd/vectors.py). This
+Hamming distance of their sign bits and reranks those by exact cosine (remd/index/vectors.py). This
 script measures what that pre-filter loses on real embeddings: every turn of LoCoMo's ten
 conversations (../shared/data, evaluation only; pooled into one namespace) and a sample of its
 questions, embedded by the packaged MiniLM model, the vectors written into a real remd file and
-searched through ``remd.vectors.knn``; the reference is the exact cosine top-k of all of them.
+searched through ``remd.index.vectors.knn``; the reference is the exact cosine top-k of all of them.
 
     python benchmarks/bench_vector_recall.py [--questions 330] [--reranks 4 8 16 32]
 
@@ -27,13 +27,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from remd import (
-    Memory,  # noqa: E402
-    vectors,  # noqa: E402
-)
+from remd import Memory
 from remd.config import EmbedConfig  # noqa: E402
-from remd.embed import make_embedder  # noqa: E402
-from remd.vectors import write_vectors  # noqa: E402
+from remd.index import vectors
+from remd.index.vectors import write_vectors  # noqa: E402
+from remd.text.embed import make_embedder  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 K = 32

@@ -14,14 +14,14 @@ from remd.errors import (
     SchemaVersionError,
     StoreError,
 )
-from remd.feedback import FeedbackResult
 from remd.memory import Memory
 from remd.models import Edge, EdgeType, Node, NodeKind, NodeStatus, Stats, TriggerReason
-from remd.pack import Pack, PackItem, ScoreParts
-from remd.rem import ClusterOutcome
-from remd.remruns import RemRun, RunStatus
-from remd.rollback import RollbackResult
-from remd.triggers import TriggerCheck, TriggerReport
+from remd.query.feedback import FeedbackResult
+from remd.query.pack import Pack, PackItem, ScoreParts
+from remd.sleep.rem import ClusterOutcome
+from remd.sleep.remruns import RemRun, RunStatus
+from remd.sleep.rollback import RollbackResult
+from remd.sleep.triggers import TriggerCheck, TriggerReport
 
 __all__ = [
     "AsyncMemory",

@@ -20,14 +20,14 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
-from remd.exchange import ImportResult
-from remd.feedback import FeedbackResult
 from remd.memory import Memory
 from remd.models import Node, Stats
-from remd.pack import Pack
-from remd.remruns import RemRun
-from remd.rollback import RollbackResult
-from remd.triggers import TriggerReport
+from remd.query.feedback import FeedbackResult
+from remd.query.pack import Pack
+from remd.sleep.remruns import RemRun
+from remd.sleep.rollback import RollbackResult
+from remd.sleep.triggers import TriggerReport
+from remd.write.exchange import ImportResult
 
 __all__ = ["METHODS", "AsyncMemory"]
 

@@ -15,11 +15,35 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from remd.errors import ConfigError
-from remd.llm import LLMSettings
 
+
+class LLMSettings(BaseModel):
+    """How to reach the LLM. ``base_url=None`` means no LLM is configured (offline synthesis)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None  # SecretStr: repr, str and logs show "**********"
+    model: str = "gpt-4o-mini"
+    timeout: float = Field(default=30.0, gt=0, description="seconds per attempt, whole answer")
+    max_retries: int = Field(default=3, ge=0, description="attempts after the first one")
+    backoff_base: float = Field(default=0.5, ge=0)
+    backoff_max: float = Field(default=8.0, ge=0)
+    concurrency: int = Field(default=2, ge=1, description="calls in flight at once per client")
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=1024, ge=1)
+
+    @pydantic.field_validator("base_url", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        # REMD_LLM__BASE_URL="" in an environment file means "no LLM", not a relative URL.
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
 
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -34,7 +58,8 @@ class StoreConfig(_Section):
         "PRAGMA mmap_size: reads map the file instead of copying pages (inject at 100k "
         "memories: 22.7 -> 16.7 ms); 0 turns it off"))
     checkpoint_pages: int = Field(1000, ge=0, description=(
-        "WAL pages after which a background thread checkpoints (remd/checkpoints.py Checkpointer); "
+        "WAL pages after which a background thread checkpoints "
+        "(remd/store/checkpoints.py Checkpointer); "
         "0 leaves it to SQLite, inside the commit that crosses 1000 pages"))
     max_connections: int = Field(4, ge=1, le=64, description=(
         "connections to the file one process keeps at most, shared by every namespace and "
@@ -172,7 +197,7 @@ class InjectConfig(_Section):
         "times 1 + w (0: off)"))
     chatter_weight: float = Field(0.5, ge=0, le=1, description=(
         "a memory's score is multiplied by (1 - w) + w * how specific its tags are "
-        "(remd.chatter): notes that say little rank below ones that say something (0: off)"))
+        "(remd.query.chatter): notes that say little rank below ones that say something (0: off)"))
     graph_cache_tags: int = Field(8192, ge=0, description=(
         "tags whose top edges and top memories a process keeps between injects (exact: "
         "evicted as writes change them); 0: off"))

@@ -3,7 +3,7 @@
 An :class:`Engine` holds what does not depend on the namespace: the store and its bounded
 connection pool, the config, the clock, the token counter, the embedder (loaded on first use)
 with its small LRU of query vectors, and inject's caches within one memory budget
-(:mod:`remd.caches`). Engine functions take ``(engine, namespace, ...)``; the
+(:mod:`remd.index.caches`). Engine functions take ``(engine, namespace, ...)``; the
 :class:`~remd.memory.Memory` facade is an engine plus a namespace.
 
 Opening: :func:`open_engine` returns the process's engine for a file, config, embedder and
@@ -26,16 +26,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from remd.backends import open_store
-from remd.caches import Caches
 from remd.config import Config
-from remd.embed import Embedder, Vectors, make_embedder
 from remd.errors import StoreError
-from remd.llm_tagging import LLMTagger
-from remd.llm_updates import LLMUpdateJudge
+from remd.index.caches import Caches
+from remd.llm.judge import LLMUpdateJudge
+from remd.llm.tagger import LLMTagger
 from remd.logs import get_logger
-from remd.pgstore import is_url
-from remd.tokens import TokenCounter
+from remd.store.backends import open_store
+from remd.store.postgres import is_url
+from remd.text.embed import Embedder, Vectors, make_embedder
+from remd.text.tokens import TokenCounter
 
 T = TypeVar("T")
 _log = get_logger("remd.engine")

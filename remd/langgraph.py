@@ -45,10 +45,10 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from remd import nodes as _nodes
 from remd.errors import InvalidInput, quote
 from remd.memory import Memory
 from remd.models import NodeKind
+from remd.query import nodes as _nodes
 
 __all__ = ["RemdStore", "from_remd_namespace", "to_remd_namespace"]
 

@@ -16,37 +16,37 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from remd import backlog as _backlog
-from remd import edges as _edges
-from remd import exchange as _exchange
-from remd import feedback as _feedback
-from remd import inject as _inject
-from remd import neighbours as _neighbours
-from remd import nodes as _nodes
-from remd import stats as _stats
-from remd import supersede as _supersede
-from remd import tagtools as _tagtools
 from remd.config import Config
-from remd.embed import Embedder, Vectors
 from remd.engine import Engine, open_engine
 from remd.errors import InvalidInput
-from remd.exchange import ImportBatch, ImportResult
-from remd.feedback import FeedbackResult
-from remd.ingest import Draft, check_namespace, check_source, check_tags, check_text
 from remd.logs import get_logger
 from remd.models import Edge, EdgeType, Node, Stats
-from remd.nodes import NODE_COLUMNS
-from remd.pack import Pack
-from remd.saves import save_drafts
-from remd.store import Store
-from remd.tagtools import TagCluster
-from remd.tokens import TokenCounter
+from remd.query import edges as _edges
+from remd.query import feedback as _feedback
+from remd.query import inject as _inject
+from remd.query import neighbours as _neighbours
+from remd.query import nodes as _nodes
+from remd.query import stats as _stats
+from remd.query.feedback import FeedbackResult
+from remd.query.nodes import NODE_COLUMNS
+from remd.query.pack import Pack
+from remd.store.sqlite import Store
+from remd.text.embed import Embedder, Vectors
+from remd.text.tokens import TokenCounter
+from remd.write import backlog as _backlog
+from remd.write import exchange as _exchange
+from remd.write import supersede as _supersede
+from remd.write import tagtools as _tagtools
+from remd.write.exchange import ImportBatch, ImportResult
+from remd.write.ingest import Draft, check_namespace, check_source, check_tags, check_text
+from remd.write.saves import save_drafts
+from remd.write.tagtools import TagCluster
 
 if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and import models
-    from remd import importance as _importance
-    from remd import remruns as _remruns
-    from remd import rollback as _rollback
-    from remd import triggers as _triggers
+    from remd.sleep import importance as _importance
+    from remd.sleep import remruns as _remruns
+    from remd.sleep import rollback as _rollback
+    from remd.sleep import triggers as _triggers
 
 log = get_logger("remd.memory")
 
@@ -184,7 +184,8 @@ class Memory:
 
     def write_drafts(self, drafts: Sequence[Draft], *, embed: bool = True,
                      progress: Progress | None = None) -> list[str]:
-        """Write validated drafts in batched transactions (see :func:`remd.saves.save_drafts`)."""
+        """Write validated drafts in batched transactions
+        (see :func:`remd.write.saves.save_drafts`)."""
         return save_drafts(self.engine, self.namespace, drafts, embed=embed, progress=progress)
 
     def embed_pending(self, *, rids: Sequence[int] | None = None, limit: int | None = None,
@@ -227,11 +228,11 @@ class Memory:
                 exact: bool = False) -> list[tuple[Node, float]]:
         """The k memories closest to ``text`` by cosine distance (smallest first).
 
-        By default the search is inject's (:mod:`remd.vectors`): a Hamming pre-filter over the
+        By default the search is inject's (:mod:`remd.index.vectors`): a Hamming pre-filter over the
         namespace's in-process bit index (built on the process's first search), then the exact
         cosine of the best ``k * vector_rerank`` candidates; a true neighbour can in rare cases
         rank outside the candidates. ``exact=True`` scans every stored vector of the namespace
-        with sqlite-vec instead (see :func:`remd.neighbours.nearest`).
+        with sqlite-vec instead (see :func:`remd.query.neighbours.nearest`).
         """
         return _neighbours.nearest(self.engine, self.namespace, text, k, live_only=live_only,
                                    exact=exact)
@@ -251,7 +252,7 @@ class Memory:
     def restore(self, node_id: str) -> _supersede.Restored:
         """Undo update detection's decision that a memory was updated: it is live again,
         the SUPERSEDES/CONTRADICTS edges into it are retired, and the same pairs are never
-        decided again (remd.supersede.restore). Raises NotFound, InvalidInput."""
+        decided again (remd.write.supersede.restore). Raises NotFound, InvalidInput."""
         with self.store.transaction() as conn:
             return _supersede.restore(conn, self.namespace, node_id)
 
@@ -269,19 +270,19 @@ class Memory:
         """Counts for this namespace."""
         return _stats.stats(self.store, self.namespace)
 
-    # -- export and import (remd.exchange) --------------------------------------------------
+    # -- export and import (remd.write.exchange) --------------------------------------------------
     def export_lines(self) -> Iterator[str]:
-        """The namespace as JSON lines (see :mod:`remd.exchange`)."""
+        """The namespace as JSON lines (see :mod:`remd.write.exchange`)."""
         return _exchange.export_lines(self.engine, self.namespace)
 
     def import_lines(self, lines: Iterable[str] | ImportBatch, *,
                      embed: bool = True) -> ImportResult:
-        """Read JSON lines (or a batch :func:`remd.exchange.read_lines` checked) into the
+        """Read JSON lines (or a batch :func:`remd.write.exchange.read_lines` checked) into the
         namespace; a bad line imports nothing, and what is already here is skipped. Raises
         InvalidInput naming the line."""
         return _exchange.import_lines(self.engine, self.namespace, lines, embed=embed)
 
-    # -- inject, feedback and tag tools (remd.inject, remd.feedback, remd.tagtools) -------
+    # -- inject, feedback and tag tools (remd.query.inject, .feedback, remd.write.tagtools)
     def inject(self, query: str, token_budget: int, *, fill: bool = False,
                namespace: str | None = None) -> Pack:
         """The memories that matter for ``query`` within ``token_budget`` tokens (a hard
@@ -334,30 +335,30 @@ class Memory:
         """The tag graph as Graphviz DOT or JSON. Raises InvalidInput for another format."""
         return _tagtools.export_tag_graph(self.engine, self.namespace, format, max_edges=max_edges)
 
-    # -- importance, triggers and REM (remd.importance, remd.triggers, remd.rem) ---------------
+    # -- importance, triggers and REM (remd.sleep.importance, remd.sleep.triggers, remd.sleep.rem)
     def refresh_importance(self, now: float | None = None) -> _importance.NamespaceScores:
         """Recompute and store the importance of every live memory at ``now`` (default: the
         clock). Raises StoreError."""
-        from remd import importance as _imp
+        from remd.sleep import importance as _imp
 
         return _imp.refresh_importance(self.engine, self.namespace, now)
 
     def triggers(self, now: float | None = None) -> _triggers.TriggerReport:
         """Evaluate the REM triggers of the namespace at ``now``. Raises StoreError."""
-        from remd import triggers as _trig
+        from remd.sleep import triggers as _trig
 
         return _trig.evaluate(self.engine, self.namespace, now)
 
     def run_rem(self, **kwargs: Any) -> _remruns.RemRun:
-        """One REM cycle (see :func:`remd.rem.run_rem` for the options). Raises InvalidInput,
+        """One REM cycle (see :func:`remd.sleep.rem.run_rem` for the options). Raises InvalidInput,
         Conflict (another run is alive in this namespace), StoreError."""
-        from remd import rem as _r
+        from remd.sleep import rem as _r
 
         return _r.run_rem(self.engine, self.namespace, **kwargs)
 
     def rollback(self, run_id: str, *, now: float | None = None) -> _rollback.RollbackResult:
         """Undo a REM run exactly and hold its members back from later runs (see
-        :func:`remd.rollback.rollback`). Raises NotFound, RollbackRefused, InvalidInput."""
-        from remd import rollback as _rb
+        :func:`remd.sleep.rollback.rollback`). Raises NotFound, RollbackRefused, InvalidInput."""
+        from remd.sleep import rollback as _rb
 
         return _rb.rollback(self.engine, self.namespace, run_id, now=now)

@@ -117,7 +117,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def api(db_path: Path) -> Iterator[httpx.Client]:
-    """A client of a real HTTP server (remd.http on 127.0.0.1, any free port) over db_path."""
+    """A client of a real HTTP server (remd.http.app on 127.0.0.1, any free port) over db_path."""
     from tests.test_http import serve
 
     server, host = serve(db_path)

@@ -14,11 +14,12 @@ The machinery shared by tests/test_crash.py (24 kills) and benchmarks/crash_soak
 
 What an interrupted run looks like (the design this checks): a killed run stays ``running`` in
 rem_runs, its lease naming it, until the next run starts in the namespace and marks it
-``interrupted`` (remd/remruns.py ``start_run``). Its committed clusters stay: each is whole, and a
+``interrupted`` (remd/sleep/remruns.py ``start_run``). Its committed clusters stay: each is whole,
+and a
 rollback of the run undoes them exactly. The cluster in flight leaves nothing.
 
 Every run here starts over the memories the previous rollback restored, on purpose: they run
-with ``include_held=True``, as a person would redo a rolled-back run by hand (remd/holds.py).
+with ``include_held=True``, as a person would redo a rolled-back run by hand (remd/sleep/holds.py).
 """
 
 from __future__ import annotations
@@ -43,14 +44,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from remd import Memory
-from remd.consolidate import ClusterWriter
-from remd.exchange import iso
-from remd.llm import LLMClient, LLMSettings
-from remd.pgstore import is_url
-from remd.quantisation import from_int8
-from remd.synthesis import LLMSynthesiser, Synthesiser
-from remd.tokens import TokenCounter
-from remd.vectors import BitIndex
+from remd.config import LLMSettings
+from remd.index.vectors import BitIndex
+from remd.llm.client import LLMClient
+from remd.sleep.consolidate import ClusterWriter
+from remd.sleep.synthesis import LLMSynthesiser, Synthesiser
+from remd.store.postgres import is_url
+from remd.store.quantisation import from_int8
+from remd.text.tokens import TokenCounter
+from remd.write.exchange import iso
 from tests.helpers import KeepAll, knn
 from tests.llm_server import Behaviour, LLMServer, merged_answer, slow
 from tests.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy.typing as npt
 
-from remd import vectors
+from remd.index import vectors
 from remd.memory import Memory
-from remd.store import Store
+from remd.store.sqlite import Store
 
 
 def knn(mem: Memory, namespace: str, query: npt.ArrayLike, k: int, *,
         rerank: int = 8) -> list[tuple[int, float]]:
-    """remd.vectors.knn over the namespace's bit index, as inject and nearest run it."""
+    """remd.index.vectors.knn over the namespace's bit index, as inject and nearest run it."""
     with mem.engine.caches.use(namespace) as view, mem.store.snapshot() as conn:
         return vectors.knn(view.bits, conn, query, k, rerank=rerank)
 
@@ -60,7 +60,7 @@ class KeepAll:
 
     def synthesise(self, fragments: Any, causal_edges: Any = (),
                    target_tokens: int | None = None) -> Any:
-        from remd.synthesis import OfflineSynthesiser
+        from remd.sleep.synthesis import OfflineSynthesiser
 
         return OfflineSynthesiser().synthesise(fragments, causal_edges)
 

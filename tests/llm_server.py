@@ -49,7 +49,7 @@ class Behaviour:
 
 # A synthesis of the tests' numbered Alice fragments ("Alice moved to Berlin ... (note 3)")
 # that keeps their every detail: REM folds no member whose details a synthesis would lose
-# (remd/details.py).
+# (remd/text/details.py).
 NOTES_ANSWER: dict[str, Any] = {**VALID_ANSWER, "synthesis": (
     "Alice moved to Berlin (relocated) because Acme opened its Berlin office there "
     "(notes 0, 1, 2 and 3).")}
@@ -109,7 +109,7 @@ _FRAGMENT = re.compile(r'<fragment id="(?P<id>[^"]*)" date="(?P<date>[^"]*)"[^>]
 
 @functools.cache
 def _embedder() -> Any:
-    from remd.embed import MiniLMEmbedder
+    from remd.text.embed import MiniLMEmbedder
 
     return MiniLMEmbedder()
 
@@ -119,8 +119,8 @@ def merged_answer(body: dict[str, Any]) -> str:
     synthesiser (every detail kept; when they can't all be merged, the ones that can), as a
     JSON answer with its names, causes and dates; the first fragment when none can be."""
     from remd.errors import NotDenser
-    from remd.synthesis import Fragment, OfflineSynthesiser
-    from remd.tokens import TokenCounter
+    from remd.sleep.synthesis import Fragment, OfflineSynthesiser
+    from remd.text.tokens import TokenCounter
 
     found = list(_FRAGMENT.finditer(body["messages"][-1]["content"]))
     texts = [html.unescape(m.group("text")) for m in found]

@@ -12,7 +12,7 @@ import pytest
 from remd import AsyncMemory, Memory
 from remd.async_memory import METHODS
 from remd.errors import InvalidInput, NotFound
-from remd.tokens import TokenCounter
+from remd.text.tokens import TokenCounter
 
 pytestmark = pytest.mark.backends
 

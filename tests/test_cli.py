@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from remd.cli import main
+from remd.cli.main import main
 from tests.llm_server import refused_base_url
 
 pytestmark = pytest.mark.backends
 
-REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
+REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 
 
 def run(db: Path, *args: str, input: str | None = None,

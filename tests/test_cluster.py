@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remd.cluster import UnionFind, build_clusters, coherence
 from remd.config import RemConfig
 from remd.errors import InvalidInput
+from remd.sleep.cluster import UnionFind, build_clusters, coherence
 
 
 def unit(rows: np.ndarray) -> np.ndarray:

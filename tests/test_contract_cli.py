@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from remd import Memory
-from remd.cli import main
+from remd.cli.main import main
 from remd.errors import quote
 
-REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
+REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 HUGE = "99999999999999999999999"
 
 

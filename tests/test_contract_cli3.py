@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from remd import Memory
-from remd.cli import main
-from remd.exchange import node_to_dict
+from remd.cli.main import main
+from remd.write.exchange import node_to_dict
 from tests.test_rem import DAY, NOW, YEAR_AGO, line
 
 

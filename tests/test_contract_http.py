@@ -23,14 +23,14 @@ import pytest
 from mcp import Client
 
 from remd import Memory, load_config
-from remd.http import HttpServer, create_app
+from remd.hosting import EngineHost
+from remd.http.app import HttpServer, create_app
 from remd.logs import capture_events
-from remd.serving import EngineHost
 from tests.helpers import hogged
 from tests.test_http import serve
 from tests.test_mcp import session
 
-REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
+REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"  # moved from README
 PENDING_README = Path("/tmp/readme_mcp_errors.md")  # the paragraph until the docs have it
 WRITTEN = ("nodes", "packs", "pack_items", "feedback", "access_log")

@@ -27,7 +27,7 @@ from tests.test_mcp import session
 
 pytestmark = pytest.mark.backends
 
-REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
+REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 CITIES = ["Bangalore", "Mumbai", "Paris", "Lyon", "Rome", "Oslo"]
 
 

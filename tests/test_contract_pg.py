@@ -25,7 +25,7 @@ from remd.config import Config
 from remd.errors import DatabaseLocked, StoreError
 from tests.pg_server import SuiteServer
 
-REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
+REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 PASSWORD = "Pw-s3cret-77"
 
 

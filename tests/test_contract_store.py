@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from remd import Memory
-from remd.cli import main
+from remd.cli.main import main
 from remd.errors import InvalidInput, NotFound
 
 pytestmark = pytest.mark.backends

@@ -27,13 +27,13 @@ import structlog
 from click.testing import CliRunner
 
 from remd import ConfigError, InvalidInput, Memory, StoreError, load_config
-from remd.cli import main
-from remd.daemon import Daemon
-from remd.exchange import iso
+from remd.cli.main import main
+from remd.hosting import EngineHost, freeze_heap
 from remd.logs import REDACTED, capture_events, configure_logging, get_logger
-from remd.notify import Notifier
-from remd.rem import ClusterOutcome
-from remd.serving import EngineHost, freeze_heap
+from remd.service.daemon import Daemon
+from remd.service.notify import Notifier
+from remd.sleep.rem import ClusterOutcome
+from remd.write.exchange import iso
 from tests.llm_server import slow
 
 DAY = 86400.0
@@ -53,7 +53,7 @@ TOPICS = [
     {"p": "Heron", "who": "Lars Olsen", "c": "Oslo", "t": "Kafka", "n": 157},
     {"p": "Juniper", "who": "Mei Chen", "c": "Nairobi", "t": "Redis", "n": 194},
 ]
-REMD = [sys.executable, "-c", "import sys; from remd.cli import main; sys.exit(main())"]
+REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 
 
 def old_fragments(topics: list[dict[str, Any]] = TOPICS) -> list[str]:

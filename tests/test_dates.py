@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from remd import Config, Memory
 from remd.config import InjectConfig
-from remd.dates import DAY, query_period
+from remd.text.dates import DAY, query_period
 from tests.conftest import Clock
 
 
@@ -139,7 +139,7 @@ def test_date_weight_zero_turns_the_boost_off(tmp_path: Path, clock: Clock) -> N
 
 
 def test_explain_shows_the_date_factor(tmp_path: Path, clock: Clock) -> None:
-    from remd.pack import explain
+    from remd.query.pack import explain
 
     mem, _ = dated_corpus(tmp_path / "c.db", clock, weight=2.0)
     with mem:
@@ -186,7 +186,7 @@ def test_a_span_overlaps_when_a_moment_of_it_is_covered(phrases: list[str], star
 
 
 def test_queries_are_read_with_the_grammar_memories_are_read_with() -> None:
-    """One date grammar (remd.text): an ISO day, an abbreviated month and a list in a query
+    """One date grammar (remd.text.words): an ISO day, an abbreviated month and a list in a query
     name the days a synthesis writes them in."""
     period = query_period("what happened on 2024-05-01?")
     assert period is not None and period.ranges == ((ts(2024, 5, 1), ts(2024, 5, 2)),)

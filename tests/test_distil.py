@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remd.distil import distil, tokens
 from remd.errors import InvalidInput
-from remd.synthesis import Fragment, OfflineSynthesiser, split_header
+from remd.sleep.distil import distil, tokens
+from remd.sleep.synthesis import Fragment, OfflineSynthesiser, split_header
 
 
 def _texts(frags):

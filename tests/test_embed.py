@@ -7,7 +7,7 @@ from pydantic import SecretStr
 
 from remd import Config, Memory
 from remd.config import EmbedConfig
-from remd.embed import DIM, MiniLMEmbedder, make_embedder
+from remd.text.embed import DIM, MiniLMEmbedder, make_embedder
 from tests.llm_server import LLMServer
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from remd import Config, Memory, StoreError
-from remd.daemon import Daemon
 from remd.errors import PoolExhausted
-from remd.triggers import evaluate, evaluate_all
+from remd.service.daemon import Daemon
+from remd.sleep.triggers import evaluate, evaluate_all
 from tests.helpers import hogged
 
 pytestmark = pytest.mark.backends

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.eval import baselines, locomo
-from remd.tokens import TokenCounter
+from remd.text.tokens import TokenCounter
 
 KNOWN = ["D1:1", "D1:2", "D8:6", "D9:17", "D30:5", "D10:19"]
 
@@ -158,7 +158,7 @@ def test_probe_scores_a_tiny_conversation_and_writes_nothing(tmp_path: Path) -> 
     from benchmarks.eval import inject_probe
     from benchmarks.eval.locomo_run import RemdSubject
     from remd import Config
-    from remd.embed import MiniLMEmbedder
+    from remd.text.embed import MiniLMEmbedder
 
     conv = locomo.build_conversation(0, _sample(), {})
     subject = RemdSubject(tmp_path / "p.db", Config(),

@@ -105,7 +105,7 @@ def test_sqlite_to_postgres_and_back_is_byte_identical(tmp_path: Path, pg_server
     into PostgreSQL, whose export is the same bytes, and imports back into a new file."""
     from click.testing import CliRunner
 
-    from remd.cli import main
+    from remd.cli.main import main
     from tests.test_rem import NOW, fragments, old_lines
 
     with Memory(tmp_path / "a.db", clock=lambda: NOW) as a:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remd.errors import InvalidInput
-from remd.facts import MAX_VALUE_LEN, FactStatement, parse_facts
+from remd.text.facts import MAX_VALUE_LEN, FactStatement, parse_facts
 
 pytestmark = pytest.mark.backends
 

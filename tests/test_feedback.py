@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from remd import Config, InvalidInput, Memory, NotFound
-from remd.cli import main
+from remd.cli.main import main
 from remd.config import InjectConfig
 
 pytestmark = pytest.mark.backends

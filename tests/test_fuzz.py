@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remd import Memory, RemdError, load_config
-from remd.http import HttpServer, create_app
+from remd.hosting import EngineHost
+from remd.http.app import HttpServer, create_app
 from remd.logs import capture_events
-from remd.serving import EngineHost
-from remd.tokens import TokenCounter
+from remd.text.tokens import TokenCounter
 from tests.test_http import serve
 
 ANCHORS = ["I'm allergic to peanuts and I prefer dark chocolate",

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import remd.store as store_mod
-from remd import Config, Memory, graphcache
-from remd.nodemirror import GONE, KINDS, STATUS
-from remd.pgstore import is_url
+import remd.store.sqlite as store_mod
+from remd import Config, Memory
+from remd.index import graphcache
+from remd.index.nodemirror import GONE, KINDS, STATUS
+from remd.store.postgres import is_url
 from tests.test_rem import NOW, fragments, old_lines
 
 pytestmark = pytest.mark.backends

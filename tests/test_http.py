@@ -18,13 +18,13 @@ from click.testing import CliRunner
 from pydantic import SecretStr
 
 from remd import Memory, load_config
-from remd.cli import main
+from remd.cli.main import main
 from remd.config import Config
-from remd.http import HttpServer, create_app
+from remd.hosting import EngineHost, Throttle
+from remd.http.app import HttpServer, create_app
+from remd.http.requestlog import RequestLog
 from remd.logs import capture_events
-from remd.requestlog import RequestLog
-from remd.serving import EngineHost, Throttle
-from remd.tokens import TokenCounter
+from remd.text.tokens import TokenCounter
 from tests.helpers import hogged
 from tests.test_daemon import Served
 

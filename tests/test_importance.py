@@ -10,7 +10,7 @@ import pytest
 
 from remd import Config, ConfigError, Memory, load_config
 from remd.config import ImportanceConfig
-from remd.importance import (
+from remd.sleep.importance import (
     DAY,
     access_freq,
     centrality,

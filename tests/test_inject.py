@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remd import Config, InvalidInput, Memory, Pack
-from remd.cli import main
+from remd.cli.main import main
 from remd.config import EmbedConfig, InjectConfig
-from remd.embed import make_embedder
-from remd.quantisation import to_int8
-from remd.tagging import extract_query_tags
-from remd.tokens import get_encoding
+from remd.store.quantisation import to_int8
+from remd.text.embed import make_embedder
+from remd.text.tagging import extract_query_tags
+from remd.text.tokens import get_encoding
 from tests.conftest import Clock
 from tests.helpers import knn
 
@@ -46,7 +46,7 @@ DISTRACTORS = [
 
 
 def tiktoken_count(text: str) -> int:
-    """Counted here, not through remd.tokens: the stock tiktoken encoding object."""
+    """Counted here, not through remd.text.tokens: the stock tiktoken encoding object."""
     enc: tiktoken.Encoding = get_encoding("o200k_base")
     return len(enc.encode(text, disallowed_special=()))
 
@@ -309,7 +309,7 @@ def test_migration_keeps_every_vector_once_in_a_file_of_the_previous_schema(
         db_path: Path) -> None:
     """A file as the previous release made it (migrations up to 0007: vectors in vec0's
     node_vec and again in node_vec_bit) opens with its vectors intact, stored once."""
-    from remd.store import connect
+    from remd.store.sqlite import connect
     from tests.test_store import old_file
 
     embedder = make_embedder(EmbedConfig())
@@ -400,7 +400,7 @@ class _BrokenEmbedder:
 
 
 def test_a_failing_query_embedding_leaves_tags_and_words(db_path: Path) -> None:
-    from remd.embed import EmbedError
+    from remd.text.embed import EmbedError
 
     with Memory(db_path, embedder=_BrokenEmbedder(EmbedError("model gone"))) as m:  # type: ignore[arg-type]
         m.save_many([FOOD, *DISTRACTORS])
@@ -505,7 +505,7 @@ def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
     """The same 30 live memories of a tag, with and without 3,000 newer (so first in weight
     order) memories of that tag gone dead: the per-tag reads must not step over the dead ones
     (they did, row by row, before node_tags.live: 3,000 more rows per tag)."""
-    from remd.inject import _Injector
+    from remd.query.inject import _Injector
 
     steps: list[int] = []
     read = _Injector._graph_candidates
@@ -540,7 +540,7 @@ def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
 def test_migration_0004_marks_the_dead_rows_of_an_existing_file(db_path: Path) -> None:
     """A file written by the previous schema (no node_tags.live) with superseded and forgotten
     memories: opening it with this remd backfills live = 0 for exactly their rows."""
-    from remd.store import StoreConfig, connect
+    from remd.store.sqlite import StoreConfig, connect
     from tests.test_store import old_file
 
     old_file(db_path, "0003_vec_generation")
@@ -581,7 +581,7 @@ class _CountingEmbedder:
         self.fail = False
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        from remd.embed import EmbedError
+        from remd.text.embed import EmbedError
 
         if len(texts) == 1:
             self.asked.append(texts[0])

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remd.errors import InvalidInput
-from remd.links import MAX_CONTEXT, Link, parse_links
 from remd.models import EdgeType
+from remd.text.links import MAX_CONTEXT, Link, parse_links
 
 pytestmark = pytest.mark.backends
 

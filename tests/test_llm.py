@@ -11,8 +11,9 @@ import pydantic
 import pytest
 from pydantic import SecretStr
 
+from remd.config import LLMSettings
 from remd.errors import InvalidInput, LLMError
-from remd.llm import LLMClient, LLMSettings, LLMStatusError, LLMUnavailable
+from remd.llm.client import LLMClient, LLMStatusError, LLMUnavailable
 from remd.logs import capture_events
 from tests.llm_server import (
     VALID_ANSWER,

@@ -18,12 +18,12 @@ import httpx
 import pytest
 
 from remd import Memory, RunStatus
-from remd.config import load_config
-from remd.daemon import Daemon
-from remd.llm import LLMClient, LLMSettings
+from remd.config import LLMSettings, load_config
+from remd.llm.client import LLMClient
 from remd.logs import capture_events
-from remd.rem import ClusterOutcome
-from remd.synthesis import LLMSynthesiser
+from remd.service.daemon import Daemon
+from remd.sleep.rem import ClusterOutcome
+from remd.sleep.synthesis import LLMSynthesiser
 from tests.llm_server import (
     NOTES_ANSWER,
     Behaviour,

@@ -18,9 +18,9 @@ import pytest
 from remd import Memory
 from remd.config import Config, load_config
 from remd.errors import ConfigError
-from remd.llm_tagging import reuse_vocabulary
+from remd.llm.tagger import reuse_vocabulary
 from remd.logs import capture_events
-from remd.tagging import extract_tags
+from remd.text.tagging import extract_tags
 from tests.llm_server import LLMServer, good, raw, slow, status
 
 TEXT = "Alice moved to Berlin in March because Acme opened an office there."

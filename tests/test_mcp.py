@@ -19,9 +19,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from remd import Memory
-from remd.cli import main
-from remd.mcp_server import find_contradictions
-from remd.tokens import TokenCounter
+from remd.cli.main import main
+from remd.mcp.server import find_contradictions
+from remd.text.tokens import TokenCounter
 
 pytestmark = pytest.mark.backends
 
@@ -32,7 +32,7 @@ TOOLS = {"save_memory", "inject_memories", "memory_feedback", "memory_history",
 def params(db: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-c", "import sys; from remd.cli import main; sys.exit(main())",
+        args=["-c", "import sys; from remd.cli.main import main; sys.exit(main())",
               "--db", str(db), *extra, "mcp"],
         env={k: v for k, v in os.environ.items() if k.startswith(("REMD_", "TIKTOKEN", "XDG"))},
         cwd=str(_workdir(db)))

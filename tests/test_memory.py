@@ -6,7 +6,7 @@ import pytest
 
 from remd import Config, EdgeType, InvalidInput, Memory, NodeKind, NodeStatus, NotFound
 from remd.config import StoreConfig
-from remd.tokens import get_encoding
+from remd.text.tokens import get_encoding
 from tests.conftest import Clock
 
 pytestmark = pytest.mark.backends

@@ -1,5 +1,5 @@
-"""The merging offline synthesiser (remd/merge.py) and the text module it reads with
-(remd/text.py): real MiniLM sentence vectors, real o200k token counts."""
+"""The merging offline synthesiser (remd/sleep/merge.py) and the text module it reads with
+(remd/text/words.py): real MiniLM sentence vectors, real o200k token counts."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from remd import Memory, NodeStatus
-from remd.embed import MiniLMEmbedder
 from remd.errors import NotDenser
-from remd.exchange import iso
 from remd.logs import capture_events
-from remd.merge import anchors_of, merge, target_tokens
-from remd.text import find_dates, format_days, names, sentences
-from remd.tokens import TokenCounter
+from remd.sleep.merge import anchors_of, merge, target_tokens
+from remd.text.embed import MiniLMEmbedder
+from remd.text.tokens import TokenCounter
+from remd.text.words import find_dates, format_days, names, sentences
+from remd.write.exchange import iso
 
 COUNT = TokenCounter().count
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()

@@ -1,4 +1,4 @@
-"""PostgreSQL's bm25 (remd/lexical.py: the term index, each stem's postings as counted, the
+"""PostgreSQL's bm25 (remd/index/lexical.py: the term index, each stem's postings as counted, the
 namespace's statistics) ranks and scores as SQLite's FTS5 does, on the same memories of one
 namespace (whose statistics are then the file's too)."""
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from remd import Memory, lexical
+from remd import Memory
+from remd.index import lexical
 from tests.pg_server import SuiteServer
 
 WORDS = ["harbour", "ferry", "pier", "lantern", "garden", "tomato", "basil", "kettle", "violin",

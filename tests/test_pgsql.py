@@ -1,10 +1,10 @@
-"""remd/pgsql.py: the engine's SQLite-dialect statements as PostgreSQL reads them."""
+"""remd/store/pgsql.py: the engine's SQLite-dialect statements as PostgreSQL reads them."""
 
 from __future__ import annotations
 
 import pytest
 
-from remd.pgsql import translate
+from remd.store.pgsql import translate
 
 
 @pytest.mark.parametrize(("sqlite", "postgres"), [

@@ -16,11 +16,11 @@ from click.testing import CliRunner
 
 from benchmarks.eval.personal import MEMORIES
 from remd import Memory
-from remd.cli import main
+from remd.cli.main import main
 from remd.errors import InvalidInput
-from remd.fact_questions import question_keys
-from remd.pack import explain
-from remd.walk import Specificity
+from remd.query.pack import explain
+from remd.query.walk import Specificity
+from remd.text.fact_questions import question_keys
 from tests.test_http import serve
 
 PERSONAL = MEMORIES  # benchmarks/eval/personal.py: 40 memories, two facts changed later
@@ -208,7 +208,7 @@ def test_a_memory_of_several_sentences_gets_a_vector_per_sentence(tmp_path: Path
             (long_id,))
         import numpy as np
 
-        from remd.quantisation import from_int8
+        from remd.store.quantisation import from_int8
 
         q = np.asarray(m.engine.query_vector("What did Melanie do with her family?"))
         whole_sim = float(from_int8([whole[0][0]])[0] @ (q / np.linalg.norm(q)))
@@ -250,7 +250,7 @@ def test_the_floor_reads_scores_without_the_speaker_prior() -> None:
     from dataclasses import dataclass
 
     from remd.config import InjectConfig
-    from remd.packer import relevance_floor
+    from remd.query.packer import relevance_floor
 
     @dataclass
     class C:

@@ -27,17 +27,18 @@ from remd import (
     RunStatus,
     load_config,
 )
-from remd.cli import main
-from remd.consolidate import target_tokens
-from remd.exchange import iso
-from remd.llm import LLMClient, LLMSettings
-from remd.merge import synthesis_limit
-from remd.pgstore import is_url
-from remd.rem import ClusterOutcome
-from remd.remruns import get_run
-from remd.synthesis import LLMSynthesiser
-from remd.text import find_dates
-from remd.tokens import TokenCounter
+from remd.cli.main import main
+from remd.config import LLMSettings
+from remd.llm.client import LLMClient
+from remd.sleep.consolidate import target_tokens
+from remd.sleep.merge import synthesis_limit
+from remd.sleep.rem import ClusterOutcome
+from remd.sleep.remruns import get_run
+from remd.sleep.synthesis import LLMSynthesiser
+from remd.store.postgres import is_url
+from remd.text.tokens import TokenCounter
+from remd.text.words import find_dates
+from remd.write.exchange import iso
 from tests.conftest import Clock
 from tests.helpers import KeepAll
 from tests.llm_server import VALID_ANSWER, LLMServer, good, raw, slow, status
@@ -680,8 +681,8 @@ def test_cli_run_rem_dry_run_and_text_output(db_path: Path, tmp_path: Path) -> N
 
 
 def test_coverage_counts_names_and_numbers_kept() -> None:
-    from remd.consolidate import coverage, key_terms
-    from remd.synthesis import Fragment, SynthesisAnswer
+    from remd.sleep.consolidate import coverage, key_terms
+    from remd.sleep.synthesis import Fragment, SynthesisAnswer
 
     frags = [Fragment(id="a", content="The Falcon budget is 311 thousand euros, said Mei Chen.",
                       importance=0.1, created_at=YEAR_AGO)]
@@ -695,7 +696,7 @@ def test_coverage_counts_names_and_numbers_kept() -> None:
 def test_inject_credits_a_folded_fragment_to_its_synthesis(old_memory: Memory) -> None:
     """A vector or lexical hit on a deprecated fragment stands for the live synthesis that
     carries its words; superseded, forgotten and other namespaces' nodes stand for nothing."""
-    from remd.inject import _Injector
+    from remd.query.inject import _Injector
 
     m = old_memory
     run = m.run_rem(synthesiser=KEEP_ALL, now=NOW)

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from remd import ConfigError, Memory, NotFound, load_config
-from remd.cli import main
+from remd.cli.main import main
 from tests.llm_server import NOTES_ANSWER, LLMServer, good
 from tests.test_daemon import Served
 from tests.test_http import serve

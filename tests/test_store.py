@@ -15,11 +15,11 @@ import apsw
 import pytest
 
 from remd import Memory, SchemaVersionError, StoreError
-from remd.backends import open_store
 from remd.config import StoreConfig
 from remd.errors import DatabaseLocked
-from remd.schema import MIGRATIONS, SCHEMA_VERSION, schema_sql
-from remd.store import Store, connect
+from remd.store.backends import open_store
+from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, schema_sql
+from remd.store.sqlite import Store, connect
 
 pytestmark = pytest.mark.backends
 
@@ -141,7 +141,7 @@ def test_a_file_at_0009_gets_sentence_vectors_through_the_backlog(db_path: Path)
 
 @pytest.mark.sqlite_only("SQLite migrations")
 def test_a_file_at_0008_gets_rem_holds_and_its_runs_keep_their_rows(db_path: Path) -> None:
-    from remd.remruns import get_run
+    from remd.sleep.remruns import get_run
     from tests.test_rem import NOW, fragments, old_lines
 
     old_file(db_path, "0008_vectors_once")

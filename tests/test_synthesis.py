@@ -15,10 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
+from remd.config import LLMSettings
 from remd.errors import InvalidInput, LLMError, NotFound
-from remd.llm import LLMClient, LLMSettings
+from remd.llm.client import LLMClient
 from remd.logs import capture_events
-from remd.synthesis import (
+from remd.sleep.synthesis import (
     MAX_SYNTHESIS_CHARS,
     NOT_NAMES,
     Fragment,

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remd.errors import InvalidInput
-from remd.lexicon import CATEGORIES as _CATEGORIES
-from remd.lexicon import CATEGORY_OF as _CATEGORY_OF
-from remd.lexicon import TABLE as _TABLE
-from remd.tagging import (
+from remd.text.lexicon import CATEGORIES as _CATEGORIES
+from remd.text.lexicon import CATEGORY_OF as _CATEGORY_OF
+from remd.text.lexicon import TABLE as _TABLE
+from remd.text.tagging import (
     SCAN_CHARS,
     extract_entities,
     extract_query_tags,

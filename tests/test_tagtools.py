@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from remd import Conflict, InvalidInput, Memory, NotFound
-from remd.cli import main
+from remd.cli.main import main
 
 pytestmark = pytest.mark.backends
 

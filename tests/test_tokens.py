@@ -10,9 +10,9 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remd import tokens
 from remd.errors import ConfigError
-from remd.tokens import TokenCounter, get_encoding
+from remd.text import tokens
+from remd.text.tokens import TokenCounter, get_encoding
 
 # Characters that meet at seams in awkward ways: letters with and without case, digits,
 # combining marks, apostrophes (contractions), slashes (o200k's punctuation run takes them

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from remd import Config, Memory, TriggerReason, load_config
-from remd.cli import main
-from remd.triggers import HOUR, evaluate
+from remd.cli.main import main
+from remd.sleep.triggers import HOUR, evaluate
 from tests.conftest import Clock
 
 pytestmark = pytest.mark.backends

@@ -17,13 +17,13 @@ import pytest
 from click.testing import CliRunner
 
 from remd import Memory
-from remd.cli import main
+from remd.cli.main import main
 from remd.config import Config, load_config
 from remd.errors import InvalidInput
 from remd.logs import capture_events
 from remd.models import EdgeType, NodeStatus
-from remd.supersede import Fresh, judge_pending
-from remd.updates import judge, read
+from remd.text.updates import judge, read
+from remd.write.supersede import Fresh, judge_pending
 from tests.llm_server import LLMServer, good, raw, refused_base_url, status
 from tests.test_http import serve
 
@@ -207,7 +207,7 @@ def test_a_series_said_in_one_shape_is_not_a_chain_of_updates(
 def test_the_question_an_old_version_answered_finds_its_update(
         db_path: Path, clock: Clock) -> None:
     # The update shares no word with the question; the version it replaced does. Its match
-    # counts for the update (remd.standins), as a folded fragment's counts for its synthesis.
+    # counts for the update (remd.query.standins), as a folded fragment's counts for its synthesis.
     with Memory(db_path, clock=clock) as m:
         (old,) = saved(m, clock, "My side project, a recipe scaler app, is hosted on GitLab.")
         saved(m, clock, *UNRELATED)

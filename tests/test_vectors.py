@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import remd.vectors as scan
+import remd.index.vectors as scan
 from remd import Memory
-from remd.quantisation import DIM, quantise
-from remd.vectors import write_vectors
+from remd.index.vectors import write_vectors
+from remd.store.quantisation import DIM, quantise
 from tests.helpers import knn
 
 pytestmark = pytest.mark.backends
@@ -95,8 +95,8 @@ def test_deleted_rows_leave_the_mirror(db_path: Path) -> None:
 def test_a_split_scan_finds_exactly_what_one_scan_finds() -> None:
     """The Hamming scan of a large namespace runs in parts on threads; the parts' best,
     merged by distance with ties in rid order, are the whole scan's best."""
-    from remd.quantisation import quantise
-    from remd.vectors import BitIndex
+    from remd.index.vectors import BitIndex
+    from remd.store.quantisation import quantise
 
     rng = np.random.default_rng(5)
     n = 150_000

@@ -8,7 +8,7 @@ newlines), skipping what does not fit — the same rule remd's inject follows.
   ``\\w\\w+``) with its larger English stop-word list (``STOPWORDS_EN_PLUS``), no stemming.
   That list reproduces the outside measurement (.507/.588/.651/.697 vs .512/.587/.654/.699);
   the 33-word ``"en"`` list scores lower (.458/.541/.619/.678).
-- dense: cosine over the same MiniLM vectors remd stores (``remd.embed.MiniLMEmbedder``).
+- dense: cosine over the same MiniLM vectors remd stores (``remd.text.embed.MiniLMEmbedder``).
 - RRF: reciprocal-rank fusion, ``sum 1 / (k + rank)`` with k=60 and 1-based ranks, over the two
   full rankings; turns BM25 scores 0 (no query word) are unranked by BM25 and get no BM25 term.
 - recency: newest turns first, whatever the question.
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from remd.embed import DIM, Embedder, Vectors
-from remd.tokens import TokenCounter
+from remd.text.embed import DIM, Embedder, Vectors
+from remd.text.tokens import TokenCounter
 
 RRF_K = 60
 

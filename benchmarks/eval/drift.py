@@ -30,8 +30,8 @@ from benchmarks.eval.locomo_run import has_inject, inject
 from benchmarks.eval.report import mean, table
 from remd import Memory
 from remd.config import EmbedConfig
-from remd.embed import make_embedder
-from remd.tokens import TokenCounter
+from remd.text.embed import make_embedder
+from remd.text.tokens import TokenCounter
 
 BUDGETS = (64, 128, 256, 512)
 METHODS = ("remd", "bm25", "dense", "rrf", "recency")

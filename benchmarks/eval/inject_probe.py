@@ -1,7 +1,7 @@
 """Inject probe: where remd's inject loses LoCoMo evidence, and what a variant of it would gain.
 
 A diagnostic, not part of the engine. ``Probe`` runs inject's read path (``_Injector.rank`` in
-remd/inject.py: seeds, walk, candidates, scores, neighbouring-turn context) once per question,
+remd/query/inject.py: seeds, walk, candidates, scores, neighbouring-turn context) once per question,
 then packs at every budget from the same scored candidates, and writes nothing (no pack rows, no
 access counts), so variants can be compared on one ingested database. A variant is a named
 entry of ``variants()`` (config overrides and/or a hook that rescores the candidates) or
@@ -36,12 +36,13 @@ import apsw
 from benchmarks.eval import baselines, locomo
 from benchmarks.eval.locomo_run import RemdSubject, fresh_db
 from benchmarks.eval.report import mean, table
-from remd import Config, Memory, packer
-from remd.candidates import Candidate
+from remd import Config, Memory
 from remd.config import InjectConfig
-from remd.embed import MiniLMEmbedder
-from remd.inject import _Injector
-from remd.tagging import extract_query_tags
+from remd.query import packer
+from remd.query.candidates import Candidate
+from remd.query.inject import _Injector
+from remd.text.embed import MiniLMEmbedder
+from remd.text.tagging import extract_query_tags
 
 BUDGETS = (256, 512, 1024, 2048)
 Hook = Callable[["Probe", apsw.Connection, dict[int, Candidate], str], None]
@@ -119,7 +120,8 @@ def prf(top: int = 3, beta: float = 1.0, k: int = 32) -> Hook:
     def hook(probe: Probe, conn: apsw.Connection, cands: dict[int, Candidate], q: str) -> None:
         import numpy as np
 
-        from remd import quantisation, vectors
+        from remd.index import vectors
+        from remd.store import quantisation
 
         best = sorted(cands.values(), key=lambda c: -c.base)[:top]
         if not best or probe.mem.embedder is None:

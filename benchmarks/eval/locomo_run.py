@@ -26,7 +26,7 @@ from benchmarks.eval import baselines, locomo
 from benchmarks.eval.report import mean, percentile, table
 from benchmarks.pg_local import schema_url
 from remd import Config, Memory
-from remd.tokens import TokenCounter
+from remd.text.tokens import TokenCounter
 
 DAY = 86400.0
 BASELINES = ("bm25", "dense", "rrf", "recency")
@@ -77,11 +77,11 @@ def evidence_recall(evidence: Sequence[str], packed: Iterable[str]
 
 
 def has_inject() -> bool:
-    """Is remd's inject there to be measured (as Memory.inject or remd.inject.inject)?"""
+    """Is remd's inject there to be measured (as Memory.inject or remd.query.inject.inject)?"""
     if hasattr(Memory, "inject"):
         return True
     try:
-        from remd.inject import inject as _  # noqa: F401
+        from remd.query.inject import inject as _  # noqa: F401
     except ImportError:
         return False
     return True

@@ -24,7 +24,7 @@ from benchmarks.eval.locomo_run import inject
 from benchmarks.eval.report import mean, table
 from remd import Memory
 from remd.config import EmbedConfig
-from remd.embed import make_embedder
+from remd.text.embed import make_embedder
 
 BUDGET = 300  # tokens per get_context pack (the adapter budget)
 THEIR_BACKENDS = ("naive", "rag", "rag_chunked", "cascading", "summary", "entity", "graph")

@@ -369,8 +369,8 @@ def run(workdir: Path | None = None, density: float | None = None) -> Result:
         outcomes: dict[int, Any] = {}
         extra: dict[str, Any] = {}
         if density is not None:
-            from remd.rem import sentence_embed
-            from remd.synthesis import OfflineSynthesiser
+            from remd.sleep.rem import sentence_embed
+            from remd.sleep.synthesis import OfflineSynthesiser
             extra["synthesiser"] = OfflineSynthesiser(
                 density, count=mem.engine.counter.count, embed=sentence_embed(mem.engine))
         rem = mem.run_rem(now=now[0], progress=lambda o: outcomes.__setitem__(o.cluster_no, o),

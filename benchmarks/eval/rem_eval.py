@@ -55,8 +55,8 @@ def _live_tokens(mem: Any) -> int:
 def run_rem(mem: Any, density: float | None = None) -> Any:
     """One REM cycle at the memory's clock, whatever the triggers say (the manual path,
     offline synthesiser at ``density``, default the config's)."""
-    from remd.rem import sentence_embed
-    from remd.synthesis import OfflineSynthesiser
+    from remd.sleep.rem import sentence_embed
+    from remd.sleep.synthesis import OfflineSynthesiser
 
     if density is None:
         density = mem.config.rem.offline_density

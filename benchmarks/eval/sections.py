@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from benchmarks.eval import baselines, locomo, locomo_run
 from remd import Config
 from remd.config import InjectConfig
-from remd.embed import MiniLMEmbedder
+from remd.text.embed import MiniLMEmbedder
 
 QUICK_CONVERSATIONS = (0, 1)
 

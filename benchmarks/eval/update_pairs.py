@@ -1,9 +1,10 @@
-"""Update detection pair by pair: how :func:`remd.updates.judge` decides on labelled pairs.
+"""Update detection pair by pair: how :func:`remd.text.updates.judge` decides on labelled pairs.
 
 ``python -m benchmarks.eval.update_pairs [--sets everyday fact_edits life] [--show N]``
 
 For each statement of a set, in the order it is saved, the candidates are the earlier
-statements nearest to it by cosine (the packaged MiniLM, :data:`remd.supersede.JUDGED` of them,
+statements nearest to it by cosine (the packaged MiniLM, :data:`remd.write.supersede.JUDGED` of
+them,
 as the write path judges), and each (earlier, later) pair is labelled: an update (the set says
 the later one replaces the earlier one) or not (everything else: unrelated statements,
 controls, other details of the same thing). Prints, per set, how many updates are decided
@@ -23,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmarks.eval.report import table
-from remd.embed import MiniLMEmbedder
-from remd.supersede import JUDGED
-from remd.updates import WEIGHTS, Verdict, VerdictKind, evidence, judge, probability, read
+from remd.text.embed import MiniLMEmbedder
+from remd.text.updates import WEIGHTS, Verdict, VerdictKind, evidence, judge, probability, read
+from remd.write.supersede import JUDGED
 
 
 @dataclass(frozen=True)

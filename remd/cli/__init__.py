@@ -1,0 +1,2 @@
+"""Front end: the ``remd`` command (main.py) and its command groups.
+"""

@@ -1,0 +1,2 @@
+"""Front end: ``remd mcp``, the memory as MCP tools over stdio (server.py).
+"""

@@ -1,0 +1,121 @@
+"""Newest first: inject's rule for the memories that a newer live one probably updates.
+
+Update detection (:mod:`remd.write.supersede`) supersedes an older memory when it is sure. When it
+is
+not, both stay live and a CONTRADICTS edge joins them (so does a ``[[memory:id]] contradicts``
+link); and two memories may say different things about one subject without anything joining
+them yet. At inject, two rules rank the newer one first:
+
+- **an edge**: when the older one of a contradicting pair is among the best :data:`CHECKED`
+  candidates and the newer one is a candidate that scores at least :data:`ALIKE` of it;
+- **the question**: among the best :data:`ASKED` candidates that score at least
+  :data:`ALIKE` of the best, a pair that :func:`remd.text.updates.judge` finds to be an update,
+  knowing that both answer the question (their texts and their vectors' cosine).
+
+The newer one then scores at least as high as the older one, which ranks right after it and is
+marked outdated: a pack that stops at the relevance floor leaves it out (:mod:`remd.query.packer`),
+a
+filled pack keeps it after its newer version. Two reads (edges, then texts and vectors of a
+handful of candidates): bounded by the pack, never the namespace.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import MutableMapping
+from typing import Any, Protocol
+
+import apsw
+
+from remd.index.vectors import stored
+from remd.text import words as tx
+from remd.text.updates import UNALIKE, judge, read
+
+CHECKED = 48  # best candidates whose edges to newer memories are looked up
+ASKED = 6  # best candidates compared with each other for the question
+ALIKE = 0.5  # both must score at least this share of the better one (of the best: ASKED)
+_AFTER = 0.999  # an outdated memory's score, as a share of its newer version's
+
+
+class Dated(Protocol):
+    rid: int
+    base: float
+    created_at: float
+    outdated_by: int | None
+
+
+def prefer_newest(conn: apsw.Connection, namespace: str, cands: MutableMapping[int, Any],
+                  query: str = "") -> int:
+    """Rank each candidate that a newer candidate probably updates right after it (see the
+    module docstring); returns how many were marked outdated."""
+    if not cands:
+        return 0
+    best = heapq.nlargest(CHECKED, cands.values(), key=lambda c: (c.base, -c.rid))
+    pairs = _contradicted(conn, namespace, cands, [c.rid for c in best])
+    pairs += _asked(conn, namespace, cands, best[:ASKED], query)
+    marked = 0
+    for old, new in sorted(pairs, key=lambda p: -cands[p[0]].base):
+        older, newer = cands[old], cands[new]
+        if older.outdated_by is not None or newer.outdated_by is not None:
+            continue
+        newer.base = max(newer.base, older.base)
+        older.base = newer.base * _AFTER
+        older.outdated_by = new
+        marked += 1
+    return marked
+
+
+def _contradicted(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
+                  rids: list[int]) -> list[tuple[int, int]]:
+    marks = ",".join("?" * len(rids))
+    rows: Any = conn.execute(
+        "SELECT o.rid, n.rid FROM nodes o "
+        "JOIN edges e ON e.namespace = o.namespace AND e.dst = o.id "
+        "AND e.type = 'CONTRADICTS' AND e.live = 1 "
+        "JOIN nodes n ON n.namespace = e.namespace AND n.id = e.src AND n.status = 'live' "
+        f"WHERE o.namespace = ? AND o.rid IN ({marks})", (ns, *rids)).fetchall()
+    out = []
+    for old, new in rows:
+        older, newer = cands[int(old)], cands.get(int(new))
+        if newer is not None and newer.created_at > older.created_at and (
+                newer.base >= ALIKE * older.base):
+            out.append((int(old), int(new)))
+    return out
+
+
+def _asked(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
+           best: list[Any], query: str) -> list[tuple[int, int]]:
+    if len(best) < 2:
+        return []
+    top = best[0].base
+    near = [c for c in best if c.base >= ALIKE * top]
+    if len(near) < 2:
+        return []
+    rids = [c.rid for c in near]
+    vecs = stored(conn, ns, rids)
+
+    def cosine(a: int, b: int) -> float:
+        return float(vecs[a] @ vecs[b]) if a in vecs and b in vecs else 0.0
+
+    # Pairs less than UNALIKE alike are about different things: their texts are not read.
+    pairs = [(a, b, cos) for a in near for b in near if a.created_at < b.created_at
+             for cos in (cosine(a.rid, b.rid),) if not 0.0 < cos < UNALIKE]
+    if not pairs:
+        return []
+    wanted = sorted({c.rid for a, b, _ in pairs for c in (a, b)})
+    marks = ",".join("?" * len(wanted))
+    texts = {int(r): str(t) for r, t in conn.execute(
+        f"SELECT rid, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
+        (ns, *wanted))}
+    readings = {rid: read(text) for rid, text in texts.items()}
+    if sum(1 for r in readings.values() if not r.chat) < 2:
+        return []  # a transcript's turns: none is ever stale
+    named = {n.casefold() for n in tx.names(query)}  # "the Stripe test key": about Stripe
+    out = []
+    for a, b, cos in pairs:
+        if a.rid in readings and b.rid in readings:
+            if named and (named & readings[a.rid].names) != (named & readings[b.rid].names):
+                continue  # one of them is about what the question names, the other not
+            if judge(readings[a.rid], readings[b.rid], cos, asked=True) is not None:
+                out.append((a.rid, b.rid))
+    return out

@@ -1,0 +1,168 @@
+"""The plan of a REM run: which memories it flags and how it clusters them.
+
+Importance is refreshed at ``now``; live memories older than ``rem.min_age_days`` whose
+importance is < τ or whose confidence is low are flagged (fact nodes are left alone unless
+``rem.consolidate_facts``; a synthesis is fresh while the run that wrote it is; held memories,
+:mod:`remd.sleep.holds`, are left out); then :func:`remd.sleep.cluster.build_clusters` groups them
+by their
+vectors, their tags (months, weekdays and years aside) and the names their text writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from remd.sleep import holds
+from remd.sleep.cluster import Cluster, build_clusters
+from remd.sleep.importance import DAY, NamespaceScores, compute_importance, store_importance
+from remd.store.quantisation import from_int8
+from remd.store.sqlite import rows_in
+from remd.text.tagging import name_tags
+from remd.text.words import is_time_word
+from remd.write.backlog import embed_pending
+
+if TYPE_CHECKING:
+    from remd.engine import Engine
+
+_CHUNK = 500  # ids per IN (...) list
+
+
+@dataclass(kw_only=True)
+class Plan:
+    """What a run is to fold: the namespace's scores, the flagged memories, their clusters."""
+
+    scores: NamespaceScores
+    flagged: list[int]  # indices into scores
+    held: int  # candidates left out for a hold
+    clusters: list[Cluster]  # member indices into ``flagged``
+    content: dict[int, str]  # rid -> content
+    live_before: int
+    unembedded: int
+    timings: dict[str, float]
+    vectors: np.ndarray  # one unit row per flagged memory
+    unflagged: dict[str, int]  # live memories not flagged, by reason (RemRun.why_none)
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start:start + _CHUNK]
+
+
+def _vectors(engine: Engine, ns: str, rids: Sequence[int]) -> dict[int, np.ndarray]:
+    """The stored vectors of ``rids`` as float32 unit rows (node_vec_bit, B-tree seeks)."""
+    with engine.store.snapshot() as conn:
+        rows = list(rows_in(conn, "SELECT rid, vec FROM node_vec_bit "
+                                  "WHERE namespace = ? AND rid IN ({marks})", rids, (ns,)))
+    if not rows:
+        return {}
+    mat = from_int8([r[1] for r in rows])
+    return {int(r[0]): mat[i] for i, r in enumerate(rows)}
+
+
+def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: bool) -> Plan:
+    """Refresh importance (stored when ``write``), flag the weak old memories that no hold
+    keeps out (unless ``include_held``), embed any that have no vector, and cluster them."""
+    cfg = engine.config
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    scores = compute_importance(engine, ns, now)
+    if write:
+        store_importance(engine, ns, scores)
+    timings["importance"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    s = scores.scores
+    weak = (s.importance < cfg.rem.tau) | (s.confidence < cfg.importance.low_confidence)
+    since = now - cfg.rem.min_age_days * DAY
+    old = scores.created_at <= since
+    # A synthesis is dated by its members (consolidate.ClusterWriter._commit), so its created_at
+    # says nothing of when it was written: it is fresh while the run that wrote it is.
+    fresh = [int(r) for (r,) in engine.store.query(
+        "SELECT n.rid FROM rem_runs r JOIN nodes n "
+        "ON n.namespace = r.namespace AND n.rem_run = r.run_id "
+        "WHERE r.namespace = ? AND r.started_at > ? AND n.status = 'live'", (ns, since))]
+    recent = np.isin(scores.rids, fresh) if fresh else np.zeros(len(scores), bool)
+    old &= ~recent
+    kinds = np.asarray(scores.kinds, dtype=object)
+    allowed = np.ones(len(scores), bool) if cfg.rem.consolidate_facts else kinds != "fact"
+    candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]
+    unflagged = {"young": int((~old & ~recent).sum()), "fresh": int(recent.sum()),
+                 "facts": int((old & ~allowed).sum()), "important": int((old & allowed
+                                                                           & ~weak).sum())}
+    held = 0
+    if not include_held:
+        kept = holds.held_rids(engine, ns, now)
+        if kept:
+            before = len(candidates)
+            candidates = [i for i in candidates if int(scores.rids[i]) not in kept]
+            held = before - len(candidates)
+    rids = [int(scores.rids[i]) for i in candidates]
+    vectors = _vectors(engine, ns, rids)
+    missing = [r for r in rids if r not in vectors]
+    if missing and engine.embedder is not None:
+        if write:
+            embed_pending(engine, ns, rids=missing)
+            vectors.update(_vectors(engine, ns, missing))
+        else:  # a dry run writes nothing: embed in memory only
+            texts = dict(_content(engine, ns, missing))
+            for rid, vec in zip(missing, engine.embedder.embed([texts[r] for r in missing]),
+                                strict=True):
+                vectors[rid] = vec
+    flagged = [i for i, r in zip(candidates, rids, strict=True) if r in vectors]
+    flagged_rids = [int(scores.rids[i]) for i in flagged]
+    content = dict(_content(engine, ns, flagged_rids))
+    position = {rid: k for k, rid in enumerate(flagged_rids)}
+    tags: list[list[int]] = [[] for _ in flagged]
+    names: list[list[int]] = [[] for _ in flagged]
+    named = {rid: name_tags(content[rid]) for rid in flagged_rids}
+    for part in _chunks(flagged_rids):
+        marks = ",".join("?" * len(part))
+        for tid, rid, name in engine.store.query(
+                f"SELECT nt.tid, nt.rid, t.name FROM node_tags nt JOIN tags t "
+                f"ON t.namespace = nt.namespace AND t.tid = nt.tid "
+                f"WHERE nt.namespace = ? AND nt.rid IN ({marks})", (ns, *part)):
+            # A shared month or year is not a shared subject: "Risris launched 22 Mar" and
+            # "a full disk on Bellum on 17 Mar" are two facts.
+            if not is_time_word(name):
+                tags[position[rid]].append(int(tid))
+                if name in named[rid]:
+                    names[position[rid]].append(int(tid))
+    tag_df = dict(engine.store.query(
+        "SELECT tid, count(*) FROM node_tags WHERE namespace = ? AND live = 1 GROUP BY tid",
+        (ns,)))
+    by_id = {scores.ids[i]: k for k, i in enumerate(flagged)}
+    edges: list[tuple[int, int]] = []
+    apart: list[tuple[int, int]] = []
+    for a, b, kind in engine.store.query(
+            "SELECT src, dst, type FROM edges WHERE namespace = ? AND live = 1", (ns,)):
+        if a in by_id and b in by_id:
+            # A statement and the newer one that probably updates it are never one synthesis
+            # (its current value would read as one of two); other links are evidence.
+            (apart if kind in ("CONTRADICTS", "SUPERSEDES") else edges).append(
+                (by_id[a], by_id[b]))
+    timings["flag"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    matrix = (np.vstack([vectors[r] for r in flagged_rids]) if flagged_rids
+              else np.zeros((0, 384), np.float32))
+    result = build_clusters(matrix, tags, [len(content[r]) for r in flagged_rids],
+                            tag_df=tag_df, live_count=len(scores), config=cfg.rem, edges=edges,
+                            names=names, apart=apart)
+    timings["cluster"] = time.perf_counter() - t0
+    unflagged |= {"held": held, "unembedded": len(candidates) - len(flagged)}
+    return Plan(scores=scores, flagged=flagged, held=held, clusters=list(result.clusters),
+                 content=content, live_before=len(scores), unembedded=len(candidates) -
+                 len(flagged), timings=timings, vectors=matrix, unflagged=unflagged)
+
+
+def _content(engine: Engine, ns: str, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
+    for part in _chunks(rids):
+        marks = ",".join("?" * len(part))
+        yield from engine.store.query(
+            f"SELECT rid, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
+            (ns, *part))

@@ -1,0 +1,274 @@
+"""The connection the engine holds on PostgreSQL: a pooled psycopg connection that speaks as
+an apsw connection does.
+
+The engine's SQL is written once, in SQLite's dialect: :class:`PgConnection` runs each
+statement through :func:`remd.store.pgsql.translate` and offers the part of apsw's connection
+interface the engine uses (``execute`` returning a cursor, ``executemany``, ``total_changes``,
+``in_transaction``), plus what saves round trips on a server: a read snapshot's memo,
+:meth:`PgConnection.prefetch` and :meth:`PgConnection.pipelined`. :func:`wrap` turns psycopg's
+errors into remd's. The pool and its transactions are :mod:`remd.store.postgres`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from remd.errors import (
+    DatabaseLocked,
+    InvalidInput,
+    ReadOnlyStore,
+    StoreError,
+    first_line,
+)
+from remd.store.pgconnect import redact
+from remd.store.pgsql import as_arrays, group, translate
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+class _Cursor:
+    """What apsw's cursor gives the engine: fetchall, fetchone, iteration."""
+
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        self._rows = rows
+        self._at = 0
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self._rows = self._rows[self._at:], []
+        return rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while self._at < len(self._rows):
+            self._at += 1
+            yield self._rows[self._at - 1]
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, bool):  # apsw binds a bool as an integer; PostgreSQL would type it boolean
+        return int(v)
+    if isinstance(v, str) and "\x00" in v:  # SQLite text can hold NUL, PostgreSQL's can't
+        raise InvalidInput("text can't contain a NUL character (U+0000)")
+    return v
+
+
+# A read for PgConnection.prefetch: (SQL, parameters) or (SQL, parameters, binary).
+Read = tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], bool]
+
+
+def _key(sql: str, params: Any) -> tuple[str, tuple[Any, ...]]:
+    """A read's key in a snapshot's memo (lists, e.g. an array parameter, as tuples)."""
+    return sql, tuple(tuple(p) if isinstance(p, list) else p for p in params)
+
+
+def _send(cur: Any, sql: str, params: Any, *, binary: bool = False) -> None:
+    """Execute a read on a server-side binding cursor, IN lists as arrays: one statement text
+    (one prepared plan) for any length."""
+    text, spans = as_arrays(translate(sql))
+    cur.execute(text, group(_params(params), spans) if params else None, binary=binary)
+
+
+def _params(params: Any) -> Any:
+    if isinstance(params, dict):
+        return {k: _value(v) for k, v in params.items()}
+    return [_value(v) for v in params]
+
+
+class PgConnection:
+    """A pooled psycopg connection speaking to the engine as an apsw connection does."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+        self.raw = conn
+        self.url = url
+        self.changes = 0
+        # Inside a read snapshot (PgStore.snapshot): the rows of each read already made in it.
+        # The snapshot sees one state, so the same read gives the same rows: the caches'
+        # coherence checks (the same change log asked by two of them) cost one round trip.
+        # Any other statement empties it.
+        self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] | None = None
+        # A snapshot's BEGIN, not sent yet: it goes with the first statement (in the same
+        # message when that is a prefetch). PostgreSQL takes the snapshot at the first
+        # statement anyway, so the reads see one state all the same.
+        self.pending = ""
+
+    def _begin(self) -> None:
+        if self.pending:
+            begin, self.pending = self.pending, ""
+            self.script(begin)
+
+    @property
+    def in_transaction(self) -> bool:
+        import psycopg.pq
+
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def total_changes(self) -> int:
+        return self.changes
+
+    def execute(self, sql: str, params: Any = ()) -> _Cursor:
+        import psycopg
+
+        self._begin()
+        key = None
+        if self.memo is not None:
+            if sql.lstrip()[:6].upper() == "SELECT" and not isinstance(params, dict):
+                key = _key(sql, params)
+                if key in self.memo:
+                    return _Cursor(self.memo[key])
+            else:
+                self.memo.clear()
+        try:
+            # Reads in a snapshot are bound server-side, so psycopg prepares the ones a
+            # connection repeats (their plans are reused); everything else client-side.
+            with (psycopg.Cursor(self.raw) if key is not None else self.raw.cursor()) as cur:
+                if key is not None:
+                    _send(cur, sql, params)
+                else:
+                    cur.execute(translate(sql), _params(params) if params else None)
+                self.changes += max(cur.rowcount, 0) if cur.description is None else 0
+                rows = cur.fetchall() if cur.description is not None else []
+                if key is not None and self.memo is not None:
+                    self.memo[key] = rows
+                return _Cursor(rows)
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+        except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
+            raise InvalidInput("value is not valid UTF-8") from exc
+
+    def blobs(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """The rows of a read of binary columns (vectors), bound server-side and returned in
+        binary: bytea comes back as its bytes, not as hex text twice their size to decode."""
+        import psycopg
+
+        if self.memo is not None:
+            got = self.memo.get(_key(sql, params))
+            if got is not None:
+                return got
+        self._begin()
+        try:
+            with psycopg.Cursor(self.raw) as cur:
+                _send(cur, sql, params, binary=True)
+                return cur.fetchall()
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+
+    def executemany(self, sql: str, seq: Any) -> None:
+        import psycopg
+
+        rows = [_params(p) for p in seq]
+        if not rows:
+            return
+        self._begin()
+        try:
+            with self.raw.cursor() as cur:
+                cur.executemany(translate(sql), rows)
+                self.changes += max(cur.rowcount, 0)
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInput("value is not valid UTF-8") from exc
+
+    def prefetch(self, statements: Sequence[Read],
+                 then: Callable[[], Sequence[Read]] | None = None) -> None:
+        """Inside a read snapshot: send ``statements`` (reads: SQL and parameters, and
+        optionally True for :meth:`blobs`'s binary rows) in one pipeline, with the snapshot's
+        BEGIN when it has not gone yet, keeping their rows for when :meth:`execute` or
+        :meth:`blobs` asks them. One round trip instead of one each, each statement bound
+        and prepared as those methods do. ``then`` gives more reads once the first are on
+        their way: what it waits for (a vector scan on another thread) overlaps the server's
+        work on them. Outside a snapshot, nothing."""
+        memo = self.memo
+        if memo is None:
+            return
+
+        def unread(reads: Sequence[Read]) -> dict[tuple[str, tuple[Any, ...]], Read]:
+            todo: dict[tuple[str, tuple[Any, ...]], Read] = {}
+            for read in reads:
+                key = _key(read[0], read[1])
+                if key not in memo:
+                    todo.setdefault(key, read)
+            return todo
+
+        first = unread(statements)
+        if not first and then is not None:  # nothing to overlap with: one message
+            first, then = unread(then()), None
+        if not first:
+            return
+        later: dict[tuple[str, tuple[Any, ...]], Read] = {}
+
+        def more() -> list[Read]:
+            assert then is not None
+            later.update((k, r) for k, r in unread(then()).items() if k not in first)
+            return list(later.values())
+
+        cursors = self._pipeline(list(first.values()), more if then is not None else None)
+        for key, cur in zip([*first, *later], cursors, strict=True):
+            memo[key] = cur.fetchall()
+
+    def pipelined(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` (no rows wanted) in one pipeline: one round trip, each bound
+        server-side (IN lists as arrays), so the ones repeated are prepared once."""
+        self._pipeline(statements)
+
+    def _pipeline(self, first: Sequence[Read], then: Callable[[], Sequence[Read]] | None = None
+                  ) -> list[Any]:
+        """Send ``first``, then what ``then`` gives, in one pipeline after the pending BEGIN:
+        their cursors, rows in."""
+        import psycopg
+
+        begin, self.pending = self.pending, ""
+        cursors: list[Any] = []
+
+        def send(reads: Sequence[Read]) -> None:
+            for sql, params, *binary in reads:
+                cursors.append(cur := psycopg.Cursor(self.raw))
+                _send(cur, sql, params, binary=bool(binary and binary[0]))
+
+        try:
+            with self.raw.pipeline():
+                if begin:
+                    psycopg.Cursor(self.raw).execute(cast(Any, begin))
+                send(first)
+                if then is not None:
+                    send(then())
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInput("value is not valid UTF-8") from exc
+        return cursors
+
+    def script(self, sql: str) -> None:
+        """Run several statements as they are (schema files: no translation)."""
+        import psycopg
+
+        try:
+            self.raw.execute(cast(Any, sql))
+        except psycopg.Error as exc:
+            raise wrap(exc, self.url) from exc
+
+
+def wrap(exc: Exception, url: str) -> Exception:
+    """Turn a psycopg error into the StoreError a caller can act on."""
+    import psycopg.errors as e
+
+    where = redact(url)
+    if isinstance(exc, e.LockNotAvailable | e.DeadlockDetected | e.SerializationFailure):
+        return DatabaseLocked(f"database {where!r} is busy: {exc.__class__.__name__}")
+    if isinstance(exc, e.ReadOnlySqlTransaction | e.InsufficientPrivilege):
+        return ReadOnlyStore(f"database {where!r} is read-only for this user")
+    if isinstance(exc, e.UntranslatableCharacter | e.CharacterNotInRepertoire):
+        return InvalidInput(f"value can't be stored in {where!r}: {exc}")
+    if isinstance(exc, e.DiskFull):
+        return StoreError(f"database {where!r}: disk is full")
+    if isinstance(exc, e.OperationalError):
+        return StoreError(f"cannot use database {where!r}: {first_line(exc).strip()[:200]}")
+    return StoreError(f"database {where!r}: {str(exc).strip()[:300]}")

@@ -1,0 +1,330 @@
+"""The PostgreSQL store: the same interface as :class:`remd.store.sqlite.Store`, on a server.
+
+Selected by a ``postgresql://`` (or ``postgres://``) URL wherever a file path is taken
+(``--db``, ``REMD_DB``, ``Memory(url)``). The engine's SQL is written once, in SQLite's dialect;
+:class:`remd.store.pgconnection.PgConnection` runs each statement through
+:func:`remd.store.pgsql.translate`
+and offers the part of apsw's connection interface the engine uses (``execute`` returning a
+cursor, ``executemany``, ``total_changes``, ``in_transaction``).
+
+Semantics kept from SQLite:
+
+- A write transaction is serialised with every other write transaction on the database (one
+  transaction-scoped advisory lock, taken at BEGIN): SQLite's one-writer rule, which the change
+  logs rely on (seq order = commit order; see the schema) and the write path's read-then-write
+  steps (fact supersession, tag counts) assume. Reads never wait for it.
+- ``snapshot()`` is a REPEATABLE READ transaction: several reads see one state.
+- Named migrations (remd/store/pg_migrations/), with the same refusal of a newer schema.
+
+Connections come from a psycopg_pool pool of ``store.max_connections`` per process, leased to
+a thread for the outermost block as the SQLite store does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from importlib import resources
+from typing import TYPE_CHECKING, Any, cast
+
+from remd.config import StoreConfig
+from remd.errors import PoolExhausted, SchemaVersionError, StoreError
+from remd.logs import get_logger
+from remd.store import sqlite as store
+from remd.store.pgconnect import reach, redact
+from remd.store.pgconnection import PgConnection, wrap
+
+if TYPE_CHECKING:
+    import apsw
+    import psycopg
+
+log = get_logger("remd.pgstore")
+
+URL_PREFIXES = ("postgresql://", "postgres://")
+WRITE_LOCK = 0x72656D64  # "remd": the advisory lock every write transaction holds
+_BEGIN = ("BEGIN", f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})")
+PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged")
+
+
+def _commit() -> tuple[str, ...]:
+    """COMMIT, after pruning the change logs as the SQLite store does
+    (remd.store.sqlite._prune_logs:
+    the oldest rows of a log once it holds LOG_KEEP + a step), sent together. Here each log's
+    pruning is one statement, its condition evaluated once before any row is looked at
+    (SQLite would test it row by row: it probes first instead)."""
+    return _commit_sql(store.LOG_KEEP, store._LOG_STEP)
+
+
+@functools.cache
+def _commit_sql(keep: int, step: int) -> tuple[str, ...]:
+    return (*(f"DELETE FROM {log} WHERE (SELECT max(seq) - min(seq) FROM {log}) >= "
+              f"{keep + step:d} AND seq < (SELECT max(seq) FROM {log}) - {keep:d}"
+              for log in ("tag_log", "node_log")), "COMMIT")
+
+
+def is_url(path: object) -> bool:
+    """Whether ``path`` names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(path, str) and path.startswith(URL_PREFIXES)
+
+
+def is_postgres(obj: object) -> bool:
+    """Whether ``obj`` (a store or one of its connections) is PostgreSQL's rather than
+    SQLite's."""
+    return getattr(obj, "dialect", "sqlite") == "postgresql"
+
+
+def shown(path: object) -> str:
+    """``path`` as messages and logs may show it: a URL without its password."""
+    return redact(path) if isinstance(path, str) and is_url(path) else str(path)
+
+
+def _migration_sql(name: str) -> str:
+    return (resources.files("remd.store") / "pg_migrations" / f"{name}.sql").read_text(
+        encoding="utf-8")
+
+
+@functools.cache
+def _float8_dumper() -> type:
+    from psycopg.types.numeric import FloatDumper
+
+    class Float8(FloatDumper):
+        """A Python float bound client-side as ``(0.9::float8)``, not a bare ``0.9``, which
+        PostgreSQL would read as numeric: ``1.0 - 0.9`` must be the float arithmetic SQLite
+        does (0.09999999999999998), not exact decimal arithmetic."""
+
+        def quote(self, obj: Any) -> bytes:
+            literal = bytes(super().quote(obj))
+            return literal if b"::" in literal else b"(" + literal + b"::float8)"
+
+    return Float8
+
+
+class PgStore:
+    """A PostgreSQL database through a bounded pool; the interface of :class:`Store`."""
+
+    def __init__(self, url: str, config: StoreConfig, *, create: bool = True) -> None:
+        import psycopg
+        from psycopg.types.numeric import FloatLoader
+
+        _Float8 = _float8_dumper()
+        from psycopg_pool import ConnectionPool
+
+        self.path = url
+        self.config = config
+        self.create = create
+        self.dialect = "postgresql"
+        self._local = threading.local()
+        self._savepoints = itertools.count()
+        self._closed = False
+
+        self.opened = 0  # connections opened so far (at most max_connections at once)
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            self.opened += 1
+            conn.adapters.register_dumper(float, _Float8)
+            # sum()/avg() of integers are numeric: the engine computes with floats.
+            conn.adapters.register_loader("numeric", FloatLoader)
+
+        reach(url, config)
+        try:
+            self._pool = ConnectionPool(
+                url, min_size=0, max_size=config.max_connections, open=True,
+                # Client-side binding: a parameter's type never has to be inferred (SQLite
+                # never asks), and one round trip per statement.
+                kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor},
+                configure=configure,
+                timeout=config.pool_wait_ms / 1000, name="remd")
+        except Exception as exc:  # a malformed URL
+            raise StoreError(f"cannot use database {redact(url)!r}: {exc}") from exc
+        try:
+            self.migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    # -- the pool -----------------------------------------------------------------------
+    @property
+    def conn(self) -> apsw.Connection:
+        held = getattr(self._local, "conn", None)
+        if held is None:
+            raise StoreError("no connection is held by this thread (use Store.connection())")
+        return cast("apsw.Connection", held)
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[apsw.Connection]:
+        """A connection leased to this thread for the block (the held one when nested).
+        Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
+        import psycopg
+        import psycopg_pool
+
+        held: PgConnection | None = getattr(self._local, "conn", None)
+        if held is not None:
+            yield cast("apsw.Connection", held)
+            return
+        if self._closed:
+            raise StoreError(f"database {redact(self.path)!r} is closed")
+        try:
+            raw = self._pool.getconn()
+        except psycopg_pool.PoolTimeout as exc:
+            if self._pool.get_stats()["pool_size"] < self.config.max_connections:
+                reach(self.path, self.config)  # the pool could not grow: say why, if it can't
+            raise PoolExhausted(
+                f"all {self.config.max_connections} connections to {redact(self.path)!r} are "
+                f"in use (waited {self.config.pool_wait_ms} ms); retry later") from exc
+        except psycopg.Error as exc:
+            raise wrap(exc, self.path) from exc
+        conn = PgConnection(raw, self.path)
+        self._local.conn, self._local.depth = conn, 0
+        try:
+            yield cast("apsw.Connection", conn)
+        finally:
+            self._local.conn = None
+            if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
+                with contextlib.suppress(Exception):
+                    raw.execute("ROLLBACK")
+            self._pool.putconn(raw)
+
+    # -- transactions -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[apsw.Connection]:
+        """BEGIN + the write lock ... COMMIT; a SAVEPOINT when nested; rollback on error."""
+        with self.connection() as held:
+            conn = cast(PgConnection, held)
+            local = self._local
+            if local.depth:
+                with store.savepoint(held, local, f"remd_sp{next(self._savepoints)}"):
+                    yield held
+                return
+            local.depth = 1
+            try:
+                conn.script("; ".join(_BEGIN))  # one round trip
+                yield held
+            except BaseException:
+                _rollback(conn)
+                raise
+            else:
+                try:
+                    conn.script("; ".join(_commit()))  # pruning and COMMIT: one round trip
+                except BaseException:
+                    _rollback(conn)
+                    raise
+            finally:
+                local.depth = 0
+
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` (SQL, parameters) in one write transaction: one pipeline (one
+        round trip), BEGIN and the write lock to the pruning and COMMIT (inside a transaction
+        already: on it, one by one)."""
+        if self._local.depth:
+            with self.transaction() as held:
+                for sql, params in statements:
+                    held.execute(sql, params)
+            return
+        with self.connection() as held:
+            conn = cast(PgConnection, held)
+            self._local.depth = 1
+            try:
+                conn.pipelined([*((sql, ()) for sql in _BEGIN), *statements,
+                                *((sql, ()) for sql in _commit())])
+            except BaseException:
+                _rollback(conn)
+                raise
+            finally:
+                self._local.depth = 0
+
+    # -- reads --------------------------------------------------------------------------
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[apsw.Connection]:
+        """A REPEATABLE READ transaction: several reads that see one state."""
+        with self.connection() as held:
+            conn = cast(PgConnection, held)
+            local = self._local
+            if local.depth:
+                yield held
+                return
+            conn.pending = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+            local.depth = 1
+            conn.memo = {}
+            try:
+                yield held
+            finally:
+                conn.memo = None
+                conn.pending = ""  # never sent: nothing to end
+                local.depth = 0
+                _rollback(conn)
+
+    # -- schema -------------------------------------------------------------------------
+    def applied(self) -> list[str]:
+        with self.connection() as held:
+            return self._recorded(cast(PgConnection, held))
+
+    @staticmethod
+    def _recorded(conn: PgConnection) -> list[str]:
+        if not conn.execute("SELECT to_regclass('remd_migrations') IS NOT NULL").fetchone()[0]:  # type: ignore[index]
+            return []
+        return [str(r[0]) for r in conn.execute("SELECT name FROM remd_migrations ORDER BY seq")]
+
+    def schema_version(self) -> int:
+        return len(self.applied())
+
+    def migrate(self) -> None:
+        """Apply the migrations the database lacks; refuse a newer one (SchemaVersionError)
+        and a database that holds tables but is not remd's (StoreError)."""
+        with self.connection() as held:
+            conn = cast(PgConnection, held)
+            if not self._pending(self._recorded(conn)):
+                return
+            if not self.create and not self._recorded(conn):  # as a missing file is
+                raise StoreError(f"no such database: {redact(self.path)}")
+            with self.transaction():
+                done = self._recorded(conn)
+                todo = self._pending(done)
+                if not todo:
+                    return
+                if not done and conn.execute(
+                        "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+                        ).fetchone()[0]:  # type: ignore[index]
+                    raise StoreError(f"{redact(self.path)!r} has tables but is not a remd "
+                                     "database")
+                for name in todo:
+                    conn.script(_migration_sql(name))
+                    conn.execute("INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
+                                 (name, datetime.now(UTC).isoformat(timespec="seconds")))
+                conn.execute(
+                    "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (str(len(PG_MIGRATIONS)),))
+
+    def _pending(self, done: Sequence[str]) -> list[str]:
+        unknown = [name for name in done if name not in PG_MIGRATIONS]
+        if unknown:
+            raise SchemaVersionError(
+                f"database {redact(self.path)!r} has migration {unknown[0]!r} ({len(done)} in "
+                f"all), newer than this remd ({len(PG_MIGRATIONS)}); upgrade remd")
+        return [name for name in PG_MIGRATIONS if name not in done]
+
+    def close(self) -> None:
+        self._closed = True
+        self._pool.close()
+
+
+def _rollback(conn: PgConnection) -> None:
+    if conn.in_transaction:
+        with contextlib.suppress(Exception):
+            conn.raw.execute("ROLLBACK")

@@ -1,0 +1,460 @@
+"""The SQLite file: one connection factory, one transaction primitive, named migrations
+(listed in :mod:`remd.store.schema`, applied by :meth:`Store.migrate`).
+
+Every connection goes through :func:`connect` (WAL, busy timeout, foreign keys, sqlite-vec).
+Every write goes through :meth:`Store.transaction` (``BEGIN IMMEDIATE``; a ``SAVEPOINT`` when
+nested), so a logical operation is one short transaction and a crash loses at most the one in
+flight. apsw is in autocommit mode by default, which is what makes this explicit control work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import sqlite_vec
+
+from remd.config import StoreConfig
+from remd.errors import (
+    DatabaseLocked,
+    InvalidInput,
+    PoolExhausted,
+    SchemaVersionError,
+    StoreError,
+)
+from remd.logs import get_logger
+from remd.store.checkpoints import Checkpointer
+from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
+from remd.store.walfiles import check_reader, keep, why_read_only
+
+log = get_logger("remd.store")
+
+_LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
+# tag_log rows kept for readers (remd/index/graphcache.py); pruned in steps of _LOG_STEP.
+LOG_KEEP = 65_536
+_LOG_STEP = 4096
+
+
+def _wrap(exc: apsw.Error, path: str) -> StoreError:
+    """Turn an apsw error into the StoreError a caller can act on."""
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return DatabaseLocked(f"database {path!r} is locked by another process (busy timeout)")
+    if isinstance(exc, apsw.NotADBError):
+        return StoreError(f"{path!r} is not a SQLite database")
+    if isinstance(exc, apsw.CorruptError):
+        return StoreError(f"database {path!r} is corrupt")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return why_read_only(path)  # names a -wal/-shm another user left
+    if isinstance(exc, apsw.FullError):
+        return StoreError(f"database {path!r}: disk or database is full")
+    if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError):
+        return StoreError(f"cannot open database {path!r}")
+    if isinstance(exc, apsw.IOError):
+        return StoreError(f"I/O error on database {path!r}")
+    return StoreError(f"database {path!r}: {exc}")
+
+
+def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> apsw.Connection:
+    """Open ``path`` with remd's pragmas and sqlite-vec loaded.
+
+    A new file is created with mode 0600 (SQLite then gives the -wal and -shm files the same
+    mode), and they are kept (remd/store/walfiles.py). Raises StoreError if the file can't be opened
+    or is not a database, ReadOnlyStore if only reading it would block its owner.
+    """
+    path = str(path)
+    if path != ":memory:" and create and not os.path.exists(path):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.close(fd)
+        except FileExistsError:
+            pass  # another process created it between our check and open
+        except OSError as exc:
+            raise StoreError(f"cannot create database {path!r}: {exc.strerror}") from exc
+    if not create and os.path.isfile(path) and not os.path.getsize(path):  # WAL would write
+        raise StoreError(f"no such database: {path!r} is an empty file")
+    check_reader(path)
+    flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+    try:
+        conn = apsw.Connection(path, flags=flags)
+        conn.set_busy_timeout(config.busy_timeout_ms)
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        _wal(conn, config)
+        keep(conn, path)
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute("PRAGMA cache_size=-32000")
+        conn.execute(f"PRAGMA mmap_size={int(config.mmap_bytes)}")
+    except apsw.Error as exc:
+        raise _wrap(exc, path) from exc
+    return conn
+
+
+def int_scalar(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> int:
+    """The first column of the first row as an int (0 for no row or NULL), on ``conn`` as it
+    is: for reads inside a snapshot the caller already holds (``max(seq)`` of a change log)."""
+    row = conn.execute(sql, params).fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+_IN_CHUNK = 500  # ids bound per statement by rows_in
+
+
+def rows_in(conn: apsw.Connection, sql: str, ids: Sequence[int],
+            before: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql`` for ``ids``, bound as the ``IN ({marks})`` list it holds (after the
+    parameters ``before`` it, such as a namespace), in statements of at most 500 ids
+    (orderings in ``sql`` hold within each statement)."""
+    for statement in in_reads(sql, ids, before):
+        yield from conn.execute(*statement)
+
+
+def in_reads(sql: str, ids: Sequence[int], before: Sequence[Any] = ()
+             ) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements :func:`rows_in` runs (to send them ahead: PgConnection.prefetch)."""
+    out = []
+    for start in range(0, len(ids), _IN_CHUNK):
+        part = list(ids[start:start + _IN_CHUNK])
+        out.append((sql.format(marks=",".join("?" * len(part))), (*before, *part)))
+    return out
+
+
+def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
+    """Before a commit: drop the oldest rows of each change log (tag_log, node_log) once it
+    holds LOG_KEEP + a step.
+
+    Two index probes per log when there is nothing to do. Readers that had not yet seen the
+    dropped rows notice and reload (remd/index/graphcache.py, remd/index/nodemirror.py).
+    """
+    for table in tables:
+        (top,) = conn.execute(f"SELECT max(seq) FROM {table}").fetchone() or (None,)
+        (low,) = conn.execute(f"SELECT min(seq) FROM {table}").fetchone() or (None,)
+        if top is not None and top - low >= LOG_KEEP + _LOG_STEP:
+            conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - LOG_KEEP,))
+
+
+def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
+    """Put the file in WAL mode (persistent: only a new file needs it).
+
+    Switching needs an exclusive lock, and SQLite answers BUSY at once instead of calling the
+    busy handler while another connection reads the new file: agents opening a new file
+    together retry here, for up to the busy timeout.
+    """
+    deadline = time.monotonic() + config.busy_timeout_ms / 1000
+    delay = 0.005
+    while True:
+        mode = conn.execute("PRAGMA journal_mode").fetchone()
+        if mode is not None and str(mode[0]).lower() == "wal":
+            return
+        with contextlib.suppress(apsw.BusyError):
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            if mode is not None and str(mode[0]).lower() == "wal":
+                return
+        if time.monotonic() >= deadline:
+            raise apsw.BusyError("database is locked (switching to WAL)")
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(0.1, delay * 2)
+
+
+class Store:
+    """The file, through a bounded pool of connections shared by every thread of the process.
+
+    A thread that needs the file leases one connection for the outermost ``transaction``,
+    ``snapshot`` or ``connection`` block; nested blocks on the same thread use the same
+    connection (a transaction nested in another is a SAVEPOINT). At most
+    ``store.max_connections`` connections exist; a thread that finds them all leased waits up
+    to ``store.pool_wait_ms`` and then gets :class:`~remd.errors.PoolExhausted` (busy: retry).
+    Connections are opened on demand and kept for the next lease.
+    """
+
+    def __init__(self, path: str | Path, config: StoreConfig, *, create: bool = True) -> None:
+        self.path = str(path)
+        self.config = config
+        self.create = create
+        self.checkpointer: Checkpointer | None = None
+        if config.checkpoint_pages > 0 and self.path != ":memory:":
+            self.checkpointer = Checkpointer(self.path, config)
+        # ":memory:" is one database per connection: the pool keeps it to one.
+        size = 1 if self.path == ":memory:" else config.max_connections
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: list[apsw.Connection] = []
+        self._idle_lock = threading.Lock()
+        self._local = threading.local()
+        self._savepoints = itertools.count()
+        self._closed = False
+        self.opened = 0  # connections opened so far (at most max_connections live at once)
+        self._logs: tuple[str, ...] = ()  # change logs the file has, pruned at each commit
+        self.migrate()
+        self._logs = tuple(t for t, v in _LOG_VERSIONS if self.schema_version() >= v)
+
+    # -- the pool -----------------------------------------------------------------------
+    def _open(self) -> apsw.Connection:
+        conn = connect(self.path, self.config, create=self.create)
+        self.opened += 1
+        if self.checkpointer is not None:
+            conn.set_wal_hook(self.checkpointer.hook)
+        return conn
+
+    @property
+    def conn(self) -> apsw.Connection:
+        """The connection this thread holds (inside a ``connection``, ``snapshot`` or
+        ``transaction`` block). Raises StoreError outside one."""
+        held: apsw.Connection | None = getattr(self._local, "conn", None)
+        if held is None:
+            raise StoreError("no connection is held by this thread (use Store.connection())")
+        return held
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[apsw.Connection]:
+        """A connection leased to this thread for the block (the one it holds already, when
+        nested). Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
+        held: apsw.Connection | None = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        if self._closed:
+            raise StoreError(f"database {self.path!r} is closed")
+        if not self._slots.acquire(timeout=self.config.pool_wait_ms / 1000):
+            raise PoolExhausted(
+                f"all {self.config.max_connections} connections to {self.path!r} are in use "
+                f"(waited {self.config.pool_wait_ms} ms); retry later")
+        try:
+            with self._idle_lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = self._open()
+        except BaseException:
+            self._slots.release()
+            raise
+        self._local.conn, self._local.depth = conn, 0
+        try:
+            yield conn
+        finally:
+            self._local.conn = None
+            if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
+                with contextlib.suppress(apsw.Error):
+                    conn.execute("ROLLBACK")
+            with self._idle_lock:
+                keep = not self._closed
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                with contextlib.suppress(apsw.Error):
+                    conn.close()
+            self._slots.release()
+
+    # -- transactions -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[apsw.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; a SAVEPOINT when nested; rollback on any error.
+
+        Retries BEGIN with jittered backoff when another process holds the write lock past the
+        busy timeout; raises DatabaseLocked after ``lock_retries`` attempts. apsw errors inside
+        the block become StoreError subclasses.
+        """
+        with self.connection() as conn:
+            local = self._local
+            if local.depth:
+                with savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
+                    yield conn
+                return
+            self._begin(conn)
+            local.depth = 1
+            try:
+                yield conn
+            except BaseException as exc:
+                _rollback(conn)
+                if isinstance(exc, apsw.Error):
+                    raise _wrap(exc, self.path) from exc
+                if isinstance(exc, UnicodeEncodeError):  # a bound string with a lone surrogate
+                    raise InvalidInput("value is not valid UTF-8") from exc
+                raise
+            else:
+                try:
+                    if self._logs:
+                        _prune_logs(conn, self._logs)
+                    conn.execute("COMMIT")
+                except apsw.Error as exc:
+                    _rollback(conn)
+                    raise _wrap(exc, self.path) from exc
+            finally:
+                local.depth = 0
+
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` (SQL, parameters) in one write transaction."""
+        with self.transaction() as conn:
+            for sql, params in statements:
+                conn.execute(sql, params)
+
+    def _begin(self, conn: apsw.Connection) -> None:
+        for attempt in range(self.config.lock_retries + 1):
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except apsw.BusyError as exc:
+                if attempt == self.config.lock_retries:
+                    raise _wrap(exc, self.path) from exc
+                time.sleep(min(1.0, 0.02 * 2**attempt) * (0.5 + random.random()))
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+
+    # -- reads --------------------------------------------------------------------------
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Run a read and return all rows; apsw errors become StoreError."""
+        with self.connection() as conn:
+            try:
+                return conn.execute(sql, params).fetchall()
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+            except UnicodeEncodeError as exc:  # a caller's string with a lone surrogate
+                raise InvalidInput("value is not valid UTF-8") from exc
+
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[apsw.Connection]:
+        """A read transaction: several reads that see one consistent state of the file."""
+        with self.connection() as conn:
+            local = self._local
+            if local.depth:
+                yield conn
+                return
+            try:
+                conn.execute("BEGIN DEFERRED")
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+            local.depth = 1
+            try:
+                yield conn
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+            except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
+                raise InvalidInput("value is not valid UTF-8") from exc
+            finally:
+                local.depth = 0
+                _rollback(conn)
+
+    # -- schema -------------------------------------------------------------------------
+    def applied(self) -> list[str]:
+        """The names of the migrations recorded in the file, in the order they were applied
+        (empty for a new file)."""
+        with self.connection() as conn:
+            try:
+                return self._recorded(conn)
+            except apsw.Error as exc:  # not a database, corrupt: a StoreError, not apsw's
+                raise _wrap(exc, self.path) from exc
+
+    def _recorded(self, conn: apsw.Connection) -> list[str]:
+        """Migration names recorded in the file (none before 0001 made the table)."""
+        if not int_scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                                "AND name = 'remd_migrations'"):
+            return []
+        return [str(r[0]) for r in conn.execute(
+            "SELECT name FROM remd_migrations ORDER BY rowid")]
+
+    def schema_version(self) -> int:
+        """How many of this code's migrations the file has (a file newer than this code has
+        more than SCHEMA_VERSION)."""
+        return len(self.applied())
+
+    def migrate(self) -> None:
+        """Apply, by name, the migrations this file lacks; refuse a file newer than this code.
+
+        Raises SchemaVersionError for a newer file (one that records a migration this code
+        does not know), StoreError for a file that is not ours.
+        """
+        with self.connection() as conn:
+            if not self._pending(self._recorded(conn)):
+                return
+            with self.transaction():
+                # Decide again under the write lock: agents opening a new file together race
+                # to migrate it, and the winner's tables must not make the others call it
+                # foreign.
+                done = self._recorded(conn)
+                todo = self._pending(done)
+                if not todo:
+                    return
+                if not done:
+                    if int_scalar(conn, "SELECT count(*) FROM sqlite_master "
+                                        "WHERE name NOT LIKE 'sqlite_%'"):
+                        raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
+                    if not self.create:  # as a missing file is: only init/save/import make one
+                        raise StoreError(f"no such database: {self.path!r} has no remd tables")
+                    conn.execute(schema_sql())  # a new file: the whole schema at once
+                else:
+                    for _, step in todo:
+                        step(conn)
+                for name, _ in todo:
+                    conn.execute(
+                        "INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
+                        (name, datetime.now(UTC).isoformat(timespec="seconds")))
+                # Kept for readers of older remd versions, which compare it with their own.
+                conn.execute(
+                    "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (str(SCHEMA_VERSION),))
+
+    def _pending(self, done: list[str]) -> list[tuple[str, Step]]:
+        """The migrations ``done`` lacks, in order. Raises SchemaVersionError when ``done``
+        holds one this code does not know (the file was written by a newer remd)."""
+        known = {name for name, _ in MIGRATIONS}
+        unknown = [name for name in done if name not in known]
+        if unknown:
+            raise SchemaVersionError(
+                f"database {self.path!r} has migration {unknown[0]!r} ({len(done)} in all), "
+                f"newer than this remd ({SCHEMA_VERSION}); upgrade remd")
+        have = set(done)
+        return [(name, sql) for name, sql in MIGRATIONS if name not in have]
+
+    def close(self) -> None:
+        """Close the idle connections (leased ones close when they come back) and stop the
+        checkpointer."""
+        with self._idle_lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(apsw.Error):
+                conn.close()
+        if self.checkpointer is not None:
+            self.checkpointer.close()
+
+
+@contextlib.contextmanager
+def savepoint(conn: apsw.Connection, local: threading.local, name: str) -> Iterator[None]:
+    """A transaction nested in the one ``conn`` is in (either store's): rolled back alone on
+    any error; ``local.depth`` counts the nesting."""
+    conn.execute(f"SAVEPOINT {name}")
+    local.depth += 1
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+        raise
+    else:
+        conn.execute(f"RELEASE {name}")
+    finally:
+        local.depth -= 1
+
+
+def _rollback(conn: apsw.Connection) -> None:
+    if conn.in_transaction:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")

@@ -1,0 +1,117 @@
+"""Details: what a memory says that a consolidation must not lose.
+
+A REM run may deprecate a memory only if each of its details is in the synthesis that stands
+for it (:mod:`remd.sleep.consolidate`). The details of a text are
+
+- its **names** (capitalised words and runs, :func:`remd.text.words.name_runs`), word by word;
+- its **numbers**, each with the unit or noun after it ("two weeks", "30 guests", "$18,000"),
+  numbers written as words included;
+- its **dates** (:func:`remd.text.words.find_dates`: "14 June", "2024-03-02") and weekdays;
+- its **content words**: not stop words and not verb forms (how something is said changes
+  between restatements, "hit timeouts" / "had timeouts"; what it is about does not), each
+  reduced to its dictionary form, so "tomatoes" is kept by "tomato".
+
+Comparison is case-insensitive and by form: a detail is kept when the synthesis has it, and a
+number with its unit when the synthesis writes the number before the same unit. Pure
+functions; never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from remd.text import words as tx
+from remd.text.lexicon import lemma
+from remd.text.tagging import is_verb_form
+
+__all__ = ["details", "is_detail_word", "missing"]
+
+_NUMBER_WORDS = tx.word_set(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
+    "hundred thousand million billion dozen half")
+_QUANTITY = re.compile(
+    r"(?<![\w.])(?P<n>[$€£]?\d+(?:[.,:/]\d+)*%?|" + "|".join(sorted(_NUMBER_WORDS, key=len,
+                                                                       reverse=True))
+    + r")(?:[ -](?P<unit>[a-z]+))?\b", re.IGNORECASE)
+# Common verbs is_verb_form cannot tell from their form: a restatement may say them otherwise.
+_VERBS = tx.word_set(
+    "hit hits put puts set sets cut cuts run runs ran let lets keep keeps kept hold holds held "
+    "bring brings brought send sends sent pay pays paid win wins won lose loses lost meet meets "
+    "met sit sits sat stand stands stood spend spends spent buy buys bought sell sells sold "
+    "leave leaves left fall falls fell feel feels felt hear hears heard read reads")
+# Vague words that are units after a number ("two weeks", "three times").
+_UNITS = tx.word_set("day days week weeks month months year years time times night nights "
+                     "morning mornings evening evenings people person")
+_WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b",
+                      re.IGNORECASE)
+
+
+@lru_cache(maxsize=8192)
+def details(text: str) -> frozenset[str]:
+    """The details of a text (see the module docstring), as comparable keys."""
+    _, _, body = tx.split_header(text)
+    out: set[str] = set()
+    for name, opens in tx.name_runs(body):
+        if opens or tx.is_time_word(name) or tx.is_time_word(name.rstrip("s")):
+            continue  # a word that opens its sentence alone: read below as a word, if one
+        out.update(f"name:{_base(w)}" for w in name.split()
+                   if w.lower() not in tx.FUNCTION_WORDS)
+    spans = []
+    for d in tx.find_dates(body):
+        out.add(f"date:{d.key}")
+        spans.append((d.start, d.end))
+    out.update(f"date:{m.group(1).lower()}" for m in _WEEKDAY.finditer(body))
+    for m in _QUANTITY.finditer(body):
+        if any(a <= m.start() < b for a, b in spans):
+            continue  # part of a date
+        unit = (m.group("unit") or "").lower()
+        unit = lemma(unit) if unit and unit not in tx.FUNCTION_WORDS and (
+            unit not in tx.VAGUE_WORDS or unit in _UNITS) else ""
+        out.add(f"number:{m.group('n').lower()}" + (f" {unit}" if unit else ""))
+    names = {k.split(":", 1)[1] for k in out if k.startswith("name:")}
+    for word in tx.content_words(body):
+        if word in names or word in _NUMBER_WORDS or any(c.isdigit() for c in word):
+            continue
+        if is_verb_form(word) or word in _VERBS or len(word) < 3 or tx.is_time_word(word):
+            continue
+        out.add(f"word:{lemma(_base(word))}")
+    return frozenset(out)
+
+
+def is_detail_word(word: str) -> bool:
+    """Is this word, as a content word, one of a text's details?"""
+    w = word.casefold()
+    return not (w in tx.STOP_WORDS or is_verb_form(w) or w in _VERBS or len(w) < 3
+                or tx.is_time_word(w) or any(c.isdigit() for c in w) or w in _NUMBER_WORDS)
+
+
+def _base(word: str) -> str:
+    """A word without its possessive: "Mom's" is Mom."""
+    w = word.casefold().replace("\u2019", "'")
+    return w[:-2] if w.endswith("'s") else w
+
+
+def missing(member: str, kept_by: str) -> frozenset[str]:
+    """The details of ``member`` that ``kept_by`` (a synthesis) does not keep, as readable
+    strings ("two weeks", "Shure", "gluten")."""
+    mine, theirs = details(member), details(kept_by)
+    words = {k.split(":", 1)[1] for k in theirs}
+    words |= {lemma(w) for w in words}
+    lost = set()
+    for key in mine - theirs:
+        kind, value = key.split(":", 1)
+        if kind == "number":
+            number, _, unit = value.partition(" ")
+            # "30 guests" is kept by "30 guests" and by "30 people coming" only as 30: a
+            # number's unit must come with it, unless the member gave none.
+            if not unit and any(k == f"number:{number}" or k.startswith(f"number:{number} ")
+                                for k in theirs):
+                continue
+        elif kind == "word" and value in words:
+            continue  # a word kept as a name ("the Park" / "park") or the other way round
+        elif kind == "name" and (value in words or lemma(value) in words):
+            continue
+        lost.add(value)
+    return frozenset(lost)

@@ -1,0 +1,347 @@
+"""The write path: validate, tag, recognise facts and links, and store nodes.
+
+Everything here runs inside a transaction the caller opened (:mod:`remd.write.saves` opens one per
+save, or per batch of a bulk save), so each is atomic: the node, its FTS row, its tags, tag
+co-occurrence edges, fact supersession and typed links commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import apsw
+
+from remd.config import Config
+from remd.errors import InvalidInput, quote
+from remd.ids import new_id
+from remd.index.lexical import index_text
+from remd.models import EdgeType, NodeKind, NodeStatus
+from remd.text.facts import parse_facts
+from remd.text.links import parse_links
+from remd.text.tagging import extract_tags, normalise_tag
+from remd.text.tokens import TokenCounter
+from remd.text.updates import fact_changes
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_SOURCE_MAX = 256
+CONFIRM_STEP = 0.1  # confidence gained when a fact is restated with the same value
+CONTRADICT_STEP = 0.15  # confidence lost by the target of a CONTRADICTS link
+NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
+COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
+
+
+def check_namespace(namespace: object) -> str:
+    """Return the namespace if valid. Raises InvalidInput otherwise."""
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+        raise InvalidInput(
+            f"invalid namespace {quote(namespace)}: use 1-64 letters, digits, '_', '.', '-', "
+            "starting with a letter or digit"
+        )
+    return namespace
+
+
+def check_text(text: object, max_chars: int, what: str = "memory text") -> str:
+    """Return the text stripped of surrounding white space. Raises InvalidInput if unusable;
+    ``what`` names the text in the message ("memory text", "query")."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
+    stripped = text.strip()
+    if not stripped:
+        raise InvalidInput(f"{what} is empty")
+    if len(stripped) > max_chars:
+        raise InvalidInput(
+            f"{what} is {len(stripped)} characters; the limit is {max_chars}"
+        )
+    check_storable(stripped, what)
+    return stripped
+
+
+def check_storable(text: str, what: str) -> None:
+    """Refuse what no store can hold, in the words every front end shows: a NUL (PostgreSQL
+    text can't hold one) and a lone surrogate (invalid UTF-8 read from argv with
+    surrogateescape, or a JSON ``"\\ud800"``). Raises InvalidInput naming ``what``."""
+    if "\x00" in text:
+        raise InvalidInput(f"{what} contains a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} is not valid UTF-8") from exc
+
+
+def check_field(value: object, what: str, limit: int) -> str | None:
+    """None, or a string of at most ``limit`` characters a store can hold (an optional field:
+    a source, a fact key, an edge's end). Raises InvalidInput naming ``what``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if len(value) > limit:
+        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
+    check_storable(value, what)
+    return value
+
+
+def check_source(source: object) -> str | None:
+    """None or the source. Raises InvalidInput."""
+    return check_field(source, "source", _SOURCE_MAX)
+
+
+def check_tags(tags: Sequence[str] | None) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        raise InvalidInput("tags must be a list of strings, not one string")
+    out: list[str] = []
+    for raw in tags:
+        if not isinstance(raw, str):
+            raise InvalidInput(f"tag must be a string, not {type(raw).__name__}")
+        check_storable(raw, "tag")
+        tag = normalise_tag(raw)
+        if tag not in out:
+            out.append(tag)
+    return out
+
+
+@dataclass(kw_only=True)
+class Draft:
+    """A memory about to be written. Fields left None get their defaults at write time."""
+
+    content: str
+    tags: list[str] = field(default_factory=list)  # explicit, already normalised
+    auto_tags: bool = True
+    source: str | None = None
+    id: str | None = None
+    kind: NodeKind | None = None
+    status: NodeStatus | None = None  # given on import: restore as-is, skip fact logic
+    created_at: float | None = None
+    last_access: float | None = None
+    access_count: int = 0
+    confidence: float | None = None
+    importance: float | None = None
+    valid_from: float | None = None
+    valid_until: float | None = None
+    deprecated_by: str | None = None
+    fact_key: str | None = None
+    fact_value: str | None = None
+
+
+def _same_text(text: str) -> str:
+    """A memory's words for telling a restatement from a copy: case and spacing ignored."""
+    return " ".join(text.casefold().split())
+
+
+def _same_value(stored: object, value: str | None) -> bool:
+    """Whether a live fact's stored value is ``value`` (case ignored)."""
+    return str(stored or "").casefold() == (value or "").casefold()
+
+
+class Writer:
+    """Writes drafts through one connection inside the caller's transaction."""
+
+    def __init__(self, conn: apsw.Connection, namespace: str, config: Config,
+                 counter: TokenCounter) -> None:
+        self.conn = conn
+        self.ns = namespace
+        self.config = config
+        self.counter = counter
+        self._tids: dict[str, int] = {}
+        self.created: list[int] = []  # rids of the nodes this writer inserted
+
+    def _known(self, names: list[str]) -> set[str]:
+        if not names:
+            return set()
+        marks = ",".join("?" * len(names))
+        rows = self.conn.execute(
+            f"SELECT name FROM tags WHERE namespace = ? AND name IN ({marks})",
+            (self.ns, *names),
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def _tag_id(self, name: str, now: float) -> int:
+        tid = self._tids.get(name)
+        if tid is None:
+            row = self.conn.execute(
+                "INSERT INTO tags (namespace, name, df, created_at) VALUES (?, ?, 0, ?) "
+                "ON CONFLICT (namespace, name) DO UPDATE SET df = tags.df RETURNING tid",
+                (self.ns, name, now),
+            ).fetchone()
+            assert row is not None
+            tid = int(row[0])
+            self._tids[name] = tid
+        return tid
+
+    def write(self, draft: Draft, now: float, tokens: int | None = None) -> tuple[int, str]:
+        """Insert one node with everything derived from it; returns (rid, id)."""
+        conn = self.conn
+        created = draft.created_at if draft.created_at is not None else now
+        node_id = draft.id or new_id()
+        kind = draft.kind
+        fact_key, fact_value = draft.fact_key, draft.fact_value
+        facts = parse_facts(draft.content) if draft.status is None and kind is None else []
+        if facts and fact_key is None:
+            fact_key, fact_value = facts[0].key, facts[0].value
+        if kind is None:
+            kind = NodeKind.FACT if fact_key else NodeKind.EPISODIC
+        confidence = draft.confidence if draft.confidence is not None else 0.5
+        valid_from = draft.valid_from if draft.valid_from is not None else (
+            created if kind is NodeKind.FACT else None)
+
+        superseded: list[tuple[str, float]] = []
+        if draft.status is None and fact_key:
+            live = conn.execute(
+                "SELECT rid, id, fact_value, confidence, valid_from, content FROM nodes "
+                "WHERE namespace = ? AND fact_key = ? AND status = 'live'",
+                (self.ns, fact_key),
+            ).fetchall()
+            if len(live) == 1:
+                old_rid, old_id, old_value, _, _, old_content = live[0]
+                if (_same_text(str(old_content)) == _same_text(draft.content)
+                        and _same_value(old_value, fact_value)):
+                    # The same words again: no new node (history would fill with copies);
+                    # the fact gains trust and counts as used.
+                    conn.execute(
+                        "UPDATE nodes SET confidence = min(1.0, confidence + ?), "
+                        "last_access = max(last_access, ?) WHERE namespace = ? AND rid = ?",
+                        (CONFIRM_STEP, created, self.ns, old_rid))
+                    return int(str(old_rid)), str(old_id)
+            for _, old_id, old_value, old_conf, old_from, old_content in live:
+                if not _same_value(old_value, fact_value) and not fact_changes(
+                        fact_key.split("/", 1)[-1], str(old_value or ""), fact_value or "",
+                        str(old_content), draft.content):
+                    continue  # another detail of the same thing, not a new value
+                superseded.append((str(old_id), created))
+                if _same_value(old_value, fact_value):
+                    # A restatement confirms the fact: it keeps its start and gains trust.
+                    confidence = max(confidence, min(1.0, float(old_conf) + CONFIRM_STEP))  # type: ignore[arg-type]
+                    if old_from is not None:
+                        start = float(old_from)
+                        valid_from = min(valid_from or start, start)
+
+        status = draft.status or NodeStatus.LIVE
+        n_tokens = tokens if tokens is not None else self.counter.count(draft.content)
+        row = conn.execute(
+            "INSERT INTO nodes (id, namespace, kind, content, source, status, created_at, "
+            "last_access, access_count, confidence, importance, tokens, valid_from, "
+            "valid_until, deprecated_by, fact_key, fact_value, judged) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
+            (node_id, self.ns, kind.value, draft.content, draft.source, status.value, created,
+             draft.last_access if draft.last_access is not None else created,
+             draft.access_count, confidence,
+             draft.importance if draft.importance is not None else 0.5,
+             n_tokens, valid_from, draft.valid_until, draft.deprecated_by,
+             fact_key, fact_value, 0 if draft.status is None and draft.kind is None else 1),
+        ).fetchone()
+        assert row is not None
+        rid = int(row[0])
+        self.created.append(rid)
+        index_text(conn, rid, self.ns, draft.content)
+
+        self._write_tags(rid, draft, now)
+        for old_id, at in superseded:
+            conn.execute(
+                "UPDATE nodes SET status = 'superseded', valid_until = ? "
+                "WHERE namespace = ? AND id = ?",
+                (at, self.ns, old_id),
+            )
+            self.add_edge(node_id, old_id, EdgeType.SUPERSEDES, created, context=fact_key)
+        if draft.status is None:
+            self._write_links(node_id, draft.content, created)
+        return rid, node_id
+
+    def _write_tags(self, rid: int, draft: Draft, now: float) -> None:
+        weights: dict[str, float] = {name: 1.0 for name in draft.tags}
+        if draft.auto_tags:
+            cfg = self.config.tags
+            for name, weight in extract_tags(draft.content, known=self._known,
+                                             max_tags=cfg.max_tags, min_tags=cfg.min_tags):
+                weights.setdefault(name, weight)
+        if weights:
+            self._link(rid, weights, now, [])
+
+    def retag(self, rid: int, keep: set[str], weights: dict[str, float], now: float) -> bool:
+        """Replace a memory's tags, except those named in ``keep`` (the ones its saver gave),
+        with ``weights``: the LLM tagger's answer, written after the save committed. Tag counts
+        follow; co-occurrence edges of dropped pairs lose their count (gone at zero), new pairs
+        gain one. False if the memory is no longer live (forgotten or folded meanwhile)."""
+        conn = self.conn
+        ns = self.ns
+        if conn.execute("SELECT 1 FROM nodes WHERE namespace = ? AND rid = ? AND status = 'live'",
+                        (ns, rid)).fetchone() is None:
+            return False
+        current = {str(name): int(str(tid)) for tid, name in conn.execute(
+            "SELECT t.tid, t.name FROM node_tags nt JOIN tags t "
+            "ON t.namespace = nt.namespace AND t.tid = nt.tid "
+            "WHERE nt.namespace = ? AND nt.rid = ?", (ns, rid)).fetchall()}
+        wanted = {name: w for name, w in weights.items() if name not in keep}
+        drop = [tid for name, tid in current.items() if name not in keep and name not in wanted]
+        if drop:
+            stay = [tid for tid in current.values() if tid not in drop]
+            conn.executemany("DELETE FROM node_tags WHERE namespace = ? AND rid = ? AND tid = ?",
+                             [(ns, rid, tid) for tid in drop])
+            conn.executemany("UPDATE tags SET df = max(df - 1, 0) WHERE namespace = ? AND tid = ?",
+                             [(ns, tid) for tid in drop])
+            gone = [(a, b) for a in drop for b in current.values() if a != b]
+            gone += [(b, a) for a in drop for b in stay]
+            pairs = [(ns, a, b) for a, b in gone]
+            conn.executemany("UPDATE tag_edges SET count = count - 1 "
+                             "WHERE namespace = ? AND src = ? AND dst = ?", pairs)
+            conn.executemany("DELETE FROM tag_edges "
+                             "WHERE namespace = ? AND src = ? AND dst = ? AND count <= 0", pairs)
+        for name, w in wanted.items():
+            if name in current:
+                conn.execute("UPDATE node_tags SET weight = ? "
+                             "WHERE namespace = ? AND rid = ? AND tid = ?",
+                             (w, ns, rid, current[name]))
+        fresh = {name: w for name, w in wanted.items() if name not in current}
+        if fresh:
+            self._link(rid, fresh, now, [tid for tid in current.values() if tid not in drop])
+        return True
+
+    def _link(self, rid: int, weights: dict[str, float], now: float, others: list[int]) -> None:
+        """Tag ``rid`` with ``weights`` (new to it) beside the tags ``others`` it keeps."""
+        tids = [(self._tag_id(name, now), w) for name, w in weights.items()]
+        self.conn.executemany(
+            "INSERT INTO node_tags (namespace, tid, rid, weight) VALUES (?, ?, ?, ?)",
+            [(self.ns, tid, rid, w) for tid, w in tids],
+        )
+        self.conn.executemany(
+            "UPDATE tags SET df = df + 1 WHERE namespace = ? AND tid = ?",
+            [(self.ns, tid) for tid, _ in tids]
+        )
+        pairs = [(a, b) for a, _ in tids for b, _ in tids if a != b]
+        pairs += [p for a, _ in tids for b in others for p in ((a, b), (b, a))]
+        if pairs:
+            self.conn.executemany(
+                "INSERT INTO tag_edges (namespace, src, dst, count, weight) VALUES (?, ?, ?, 1, ?) "
+                "ON CONFLICT (src, dst) DO UPDATE SET count = tag_edges.count + 1, "
+                "weight = tag_edges.weight + (1.0 - tag_edges.weight) * ?",
+                [(self.ns, a, b, NEW_EDGE_WEIGHT, COOCCUR_STEP) for a, b in pairs],
+            )
+
+    def _write_links(self, node_id: str, content: str, at: float) -> None:
+        for link in parse_links(content):
+            if link.target == node_id:
+                continue
+            self.add_edge(node_id, link.target, link.type, at, context=link.context)
+            if link.type is EdgeType.SUPERSEDES:
+                self.conn.execute(
+                    "UPDATE nodes SET status = 'superseded', valid_until = ? "
+                    "WHERE id = ? AND namespace = ? AND status = 'live'",
+                    (at, link.target, self.ns),
+                )
+            elif link.type is EdgeType.CONTRADICTS:
+                self.conn.execute(
+                    "UPDATE nodes SET confidence = max(0.0, confidence - ?) "
+                    "WHERE id = ? AND namespace = ?",
+                    (CONTRADICT_STEP, link.target, self.ns),
+                )
+
+    def add_edge(self, src: str, dst: str, type_: EdgeType, at: float, *,
+                 weight: float = 1.0, context: str | None = None) -> None:
+        self.conn.execute(
+            "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.ns, src, dst, type_.value, weight, context, at),
+        )

@@ -1,0 +1,307 @@
+"""Supersession: the one place that decides that a new memory updates an older one, writes
+the decision, and undoes it when the user says it was wrong.
+
+A memory is judged once (``nodes.judged``, migration 0012), when its vector is written
+(:func:`remd.write.backlog.embed_pending`, in the same transaction), or in its save's transaction
+when the engine has no embedder. Its candidates are the live memories nearest to it by vector
+(the namespace's in-process bit index, then the exact cosine of the best
+:data:`SCANNED`), the live memories sharing its specific tags, and the memories judged in the
+same batch; each pair is judged by :func:`remd.text.updates.judge`, the later one (valid time) as
+the newer whichever was saved first, so importing an old export never supersedes what is
+newer. Then:
+
+- ``UPDATE``: the older memory is superseded (status ``superseded``, ``valid_until``) and a
+  SUPERSEDES edge from the newer one records the confidence (``weight``) and the reason
+  (``context``): it leaves inject as a superseded fact does, and stays in history.
+- ``MAYBE``: both stay live; a CONTRADICTS edge records it. Inject ranks the newer one first
+  whenever the older one is a candidate, and a pack without ``fill`` leaves the older out.
+
+:func:`restore` undoes the decisions about a memory: it is live again, the edges are retired
+by ``user`` (``retired_by``), and a retired edge is a veto: the same pair is never decided
+again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from remd.errors import InvalidInput, NotFound
+from remd.index.vectors import BitIndex, exact, unit
+from remd.logs import get_logger
+from remd.models import EdgeType
+from remd.store.sqlite import rows_in
+from remd.text.updates import CROWD_BAND, UNALIKE, Verdict, VerdictKind, judge, read
+
+log = get_logger("remd.supersede")
+
+F32 = npt.NDArray[np.float32]
+SCANNED = 32  # Hamming candidates whose exact cosine is read
+JUDGED = 8  # nearest live memories a new memory is judged against
+TAG_CAP = 256  # a tag on more memories than this is too common to propose candidates
+MAX_UPDATES = 2  # older memories one new memory may update
+USER = "user"  # edges.retired_by of a decision the user undid: never made again
+_MODEL = "llm"  # edges.retired_by of an offline decision the LLM judge replaced
+DECIDED = (EdgeType.SUPERSEDES.value, EdgeType.CONTRADICTS.value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fresh:
+    """A memory to judge: its row, and its unit vector when it has one."""
+
+    rid: int
+    id: str
+    content: str
+    created_at: float
+    vector: F32 | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    newer: str
+    older: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True, kw_only=True)
+class Other:
+    rid: int
+    id: str
+    content: str
+    created_at: float
+
+
+def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh], at: float, *,
+                  bits: BitIndex | None = None) -> list[Decision]:
+    """Judge ``fresh`` memories (this namespace's, in its write transaction) against the live
+    ones and each other; write the decisions; mark them judged. Returns the decisions."""
+    if not fresh:
+        return []
+    vetoed = _vetoes(conn, namespace, [f.id for f in fresh])
+    decisions: list[Decision] = []
+    superseded: set[str] = set()
+    for i, new in enumerate(fresh):
+        near = nearest_live(conn, namespace, new, bits)
+        for prior in fresh[:i]:  # the batch: not in the index yet
+            cos = float(prior.vector @ new.vector) if (
+                prior.vector is not None and new.vector is not None) else 0.0
+            near.append((Other(rid=prior.rid, id=prior.id, content=prior.content,
+                               created_at=prior.created_at), cos))
+        near.sort(key=lambda pair: -pair[1])
+        keys = _fact_keys(conn, namespace, [new.rid, *(o.rid for o, _ in near)])
+        top = near[0][1] if near else 0.0
+        crowd = sum(1 for _, c in near if c > 0.0 and c >= top - CROWD_BAND) - 1
+        found: list[Decision] = []
+        for rank, (other, cos) in enumerate(near):
+            if other.id in superseded or other.id == new.id:
+                continue
+            if other.created_at == new.created_at:
+                continue  # told at one moment (one save_many): neither is the later word
+            if 0.0 < cos < UNALIKE:
+                continue  # about something else (no vectors: 0, their words are compared)
+            if new.rid in keys and other.rid in keys:
+                continue  # two facts ("my weakest subject is ..."): the fact grammar decides
+            margin = cos - near[1][1] if rank == 0 and len(near) > 1 else 0.0
+            newer, older = ((new.id, new.content), (other.id, other.content))
+            if (other.created_at, other.rid) > (new.created_at, new.rid):
+                newer, older = older, newer
+            if (newer[0], older[0]) in vetoed:
+                continue
+            verdict = judge(read(older[1]), read(newer[1]), cos, nearest=rank == 0,
+                            margin=margin, crowd=crowd)
+            if verdict is not None:
+                found.append(Decision(newer=newer[0], older=older[0], verdict=verdict))
+        found.sort(key=lambda d: -d.verdict.confidence)
+        for d in found[:MAX_UPDATES]:
+            if d.older in superseded or d.newer in superseded:
+                continue
+            _write(conn, namespace, d, at)
+            if d.verdict.kind is VerdictKind.UPDATE:
+                superseded.add(d.older)
+            decisions.append(d)
+    conn.executemany("UPDATE nodes SET judged = 1 WHERE namespace = ? AND rid = ?",
+                     [(namespace, f.rid) for f in fresh])
+    for d in decisions:
+        log.info("update.decided", namespace=namespace, newer=d.newer, older=d.older,
+                 kind=d.verdict.kind.value, confidence=d.verdict.confidence)
+    return decisions
+
+
+def _fact_keys(conn: apsw.Connection, ns: str, rids: Sequence[int]) -> dict[int, str]:
+    """rid -> fact key, of those the fact grammar parsed (remd.text.facts)."""
+    marks = ",".join("?" * len(rids))
+    rows: Any = conn.execute(f"SELECT rid, fact_key FROM nodes WHERE namespace = ? AND rid IN "
+                             f"({marks}) AND fact_key IS NOT NULL", (ns, *rids)).fetchall()
+    return {int(r): str(k) for r, k in rows}
+
+
+def nearest_live(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | None
+                 ) -> list[tuple[Other, float]]:
+    """The live memories nearest to ``new``: (memory, cosine) best first, at most JUDGED."""
+    keys: set[int] = set()
+    q = unit(new.vector) if new.vector is not None else None
+    if q is not None and bits is not None and len(bits):
+        keys.update(int(r) for r in bits.candidates(q, SCANNED))
+    keys.update(_tag_neighbours(conn, ns, new.rid))
+    keys.discard(new.rid)
+    if not keys:
+        return []
+    ranked: dict[int, float] = dict.fromkeys(keys, 0.0)
+    if q is not None:
+        ranked.update(exact(conn, ns, np.fromiter(keys, np.int64, len(keys)), q))
+    # Texts of the nearest only (the bit scan's candidates are mostly live, unfolded ones).
+    order = sorted(ranked, key=lambda r: (-ranked[r], r))[:2 * JUDGED]
+    rows = {int(r[0]): r for r in rows_in(
+        conn, "SELECT rid, id, content, created_at FROM nodes WHERE namespace = ? "
+              "AND status = 'live' AND kind != 'synthesis' AND rid IN ({marks})",
+        sorted(order), (ns,))}
+    best = [rid for rid in order if rid in rows]
+    return [(Other(rid=r, id=str(rows[r][1]), content=str(rows[r][2]),
+                    created_at=float(rows[r][3])), ranked[r]) for r in best[:JUDGED]]
+
+
+def decided_by(conn: apsw.Connection, ns: str, newer: str) -> list[Other]:
+    """The memories the offline detector decided ``newer`` updates (superseded or live)."""
+    rows: Any = conn.execute(
+        "SELECT n.rid, n.id, n.content, n.created_at FROM edges e JOIN nodes n "
+        "ON n.namespace = e.namespace AND n.id = e.dst WHERE e.namespace = ? AND e.src = ? "
+        f"AND e.live = 1 AND e.type IN ({','.join('?' * len(DECIDED))}) ORDER BY e.eid",
+        (ns, newer, *DECIDED)).fetchall()
+    return [Other(rid=int(r), id=str(i), content=str(c), created_at=float(t))
+            for r, i, c, t in rows]
+
+
+def _tag_neighbours(conn: apsw.Connection, ns: str, rid: int) -> list[int]:
+    """Live memories sharing the most of ``rid``'s specific tags (each on at most TAG_CAP)."""
+    # CROSS JOIN keeps SQLite's join order: the memory's few tags first, then each tag's
+    # live members by node_tags_live_top (left to itself it scanned the namespace's tags).
+    rows: Any = conn.execute(
+        "SELECT b.rid, count(*) AS shared FROM node_tags a "
+        "JOIN tags t ON t.namespace = a.namespace AND t.tid = a.tid AND t.df <= ? "
+        "CROSS JOIN node_tags b "
+        "WHERE a.namespace = ? AND a.rid = ? AND b.namespace = a.namespace "
+        "AND b.tid = a.tid AND b.live = 1 AND b.rid != ? "
+        "GROUP BY b.rid ORDER BY shared DESC, b.rid DESC LIMIT ?",
+        (TAG_CAP, ns, rid, rid, JUDGED)).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def _vetoes(conn: apsw.Connection, ns: str, ids: Sequence[str]) -> set[tuple[str, str]]:
+    """(newer, older) pairs touching ``ids`` whose decision the user undid."""
+    marks = ",".join("?" * len(ids))
+    rows: Any = conn.execute(
+        f"SELECT src, dst FROM edges WHERE namespace = ? AND retired_by = ? "
+        f"AND (src IN ({marks}) OR dst IN ({marks}))", (ns, USER, *ids, *ids)).fetchall()
+    return {(str(src), str(dst)) for src, dst in rows}
+
+
+def _write(conn: apsw.Connection, ns: str, d: Decision, at: float) -> None:
+    verdict = d.verdict
+    if verdict.kind is VerdictKind.UPDATE:
+        conn.execute("UPDATE nodes SET status = 'superseded', valid_until = ? "
+                     "WHERE namespace = ? AND id = ? AND status = 'live'", (at, ns, d.older))
+        kind = EdgeType.SUPERSEDES
+    else:
+        kind = EdgeType.CONTRADICTS
+    conn.execute(
+        "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (ns, d.newer, d.older, kind.value, verdict.confidence,
+         f"{verdict.kind.value}: {verdict.reason}", at))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Restored:
+    """What :func:`restore` undid."""
+
+    id: str
+    status_before: str
+    edges_retired: int
+    by: tuple[str, ...]  # the memories whose decision was undone
+
+
+def restore(conn: apsw.Connection, ns: str, node_id: str) -> Restored:
+    """Undo the decisions that ``node_id`` was updated: it is live again, the SUPERSEDES and
+    CONTRADICTS edges into it are retired by the user, and the same pairs are never decided
+    again. Raises NotFound (no such memory), InvalidInput (nothing says it was updated, or it
+    was folded or forgotten)."""
+    row = conn.execute("SELECT status FROM nodes WHERE namespace = ? AND id = ?",
+                       (ns, node_id)).fetchone()
+    if row is None:
+        raise NotFound("memory", node_id, ns)
+    status = str(row[0])
+    if status not in ("live", "superseded"):
+        raise InvalidInput(f"memory {node_id} is {status}, not superseded: restore undoes an "
+                           "update decision (a REM fold is undone by rollback)")
+    edges = conn.execute(
+        "SELECT eid, src FROM edges WHERE namespace = ? AND dst = ? AND live = 1 "
+        f"AND type IN ({','.join('?' * len(DECIDED))})", (ns, node_id, *DECIDED)).fetchall()
+    if not edges and status == "live":
+        raise InvalidInput(f"memory {node_id} is live and nothing says it was updated")
+    conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? AND eid = ?",
+                     [(USER, ns, eid) for eid, _ in edges])
+    if status == "superseded":
+        conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
+                     "WHERE namespace = ? AND id = ?", (ns, node_id))
+    log.info("update.restored", namespace=ns, id=node_id, edges=len(edges))
+    return Restored(id=node_id, status_before=status, edges_retired=len(edges),
+                    by=tuple(str(src) for _, src in edges))
+
+
+Judge = Callable[[apsw.Connection, str, Sequence[Fresh], float], list[Decision]]
+
+
+def apply_judgement(conn: apsw.Connection, ns: str, newer: str, relations: dict[str, str],
+                    at: float, model: str) -> int:
+    """Write a model's judgement of a new memory against older ones (:mod:`remd.llm.judge`):
+    "update" supersedes the older one (an offline CONTRADICTS edge between them is replaced),
+    "add" and "same" undo an offline decision about it. Pairs the user decided stay as the
+    user left them. Returns how many pairs changed."""
+    vetoed = _vetoes(conn, ns, [newer])
+    changed = 0
+    for older, relation in relations.items():
+        if (newer, older) in vetoed:
+            continue
+        edges = conn.execute(
+            "SELECT eid, type FROM edges WHERE namespace = ? AND src = ? AND dst = ? "
+            f"AND live = 1 AND type IN ({','.join('?' * len(DECIDED))})",
+            (ns, newer, older, *DECIDED)).fetchall()
+        kinds = {str(t) for _, t in edges}
+        if relation == "update" and EdgeType.SUPERSEDES.value not in kinds:
+            conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? "
+                             "AND eid = ?", [(_MODEL, ns, eid) for eid, _ in edges])
+            _write(conn, ns, Decision(newer=newer, older=older, verdict=Verdict(
+                VerdictKind.UPDATE, 1.0, f"the model ({model}) judged it an update")), at)
+            changed += 1
+        elif relation in ("add", "same") and edges:
+            conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? "
+                             "AND eid = ?", [(_MODEL, ns, eid) for eid, _ in edges])
+            if EdgeType.SUPERSEDES.value in kinds:
+                conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
+                             "WHERE namespace = ? AND id = ? AND status = 'superseded'",
+                             (ns, older))
+            changed += 1
+        log.info("update.llm_decided", namespace=ns, newer=newer, older=older,
+                 relation=relation, model=model)
+    return changed
+
+
+def contradictions(conn: apsw.Connection, ns: str, memory_id: str | None = None
+                   ) -> list[tuple[str, str, float, str | None]]:
+    """(newer, older, confidence, reason) of live memories joined by a live CONTRADICTS edge
+    (update detection's "probably", or a ``[[memory:id]] contradicts`` link), newest edge
+    first; ``memory_id``: those touching it."""
+    touching = "" if memory_id is None else "AND (e.src = ? OR e.dst = ?) "
+    rows: Any = conn.execute(
+        "SELECT e.src, e.dst, e.weight, e.context FROM edges e "
+        "JOIN nodes a ON a.id = e.src AND a.namespace = e.namespace AND a.status = 'live' "
+        "JOIN nodes b ON b.id = e.dst AND b.namespace = e.namespace AND b.status = 'live' "
+        f"WHERE e.namespace = ? AND e.type = 'CONTRADICTS' AND e.live = 1 {touching}"
+        "ORDER BY e.created_at DESC, e.eid DESC",
+        (ns, *(() if memory_id is None else (memory_id, memory_id)))).fetchall()
+    return [(str(s), str(d), float(w), c) for s, d, w, c in rows]
