@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from remd.checks import check_namespace, check_source, check_text
 from remd.config import Config
 from remd.engine import Engine, open_engine
 from remd.errors import InvalidInput
@@ -32,13 +33,14 @@ from remd.query.nodes import NODE_COLUMNS
 from remd.query.pack import Pack
 from remd.store.sqlite import Store
 from remd.text.embed import Embedder, Vectors
+from remd.text.tagnames import check_tags
 from remd.text.tokens import TokenCounter
 from remd.write import backlog as _backlog
 from remd.write import exchange as _exchange
 from remd.write import supersede as _supersede
 from remd.write import tagtools as _tagtools
 from remd.write.exchange import ImportBatch, ImportResult
-from remd.write.ingest import Draft, check_namespace, check_source, check_tags, check_text
+from remd.write.ingest import Draft
 from remd.write.saves import save_drafts
 from remd.write.tagtools import TagCluster
 

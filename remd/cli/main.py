@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from remd.checks import check_source, check_text
 from remd.cli.context import Ctx, echo_json, pass_ctx
 from remd.cli.rem import rollback, run_rem_cmd, triggers
 from remd.cli.tags import tags
@@ -24,8 +25,8 @@ from remd.errors import InvalidInput, RemdError, first_line
 from remd.logs import configure_logging
 from remd.models import MAX_SQL_INTEGER
 from remd.store.postgres import shown
+from remd.text.tagnames import check_tags
 from remd.write.exchange import node_to_dict, read_lines
-from remd.write.ingest import check_source, check_tags, check_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from remd.checks import check_namespace
 from remd.errors import InvalidInput, NotFound
-from remd.write.ingest import check_namespace
 
 if TYPE_CHECKING:
     from remd.engine import Engine

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, cast
 import apsw
 import numpy as np
 
+from remd.checks import check_budget, check_namespace, check_text
 from remd.errors import InvalidInput, ReadOnlyStore
 from remd.ids import new_id
 from remd.index import nodemirror
@@ -54,12 +55,11 @@ from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.query import chatter, cues, newest, packer
 from remd.query.candidates import Candidate, CandidateReader
-from remd.query.pack import Pack, PackItem, ScoreParts, Seed, check_budget
+from remd.query.pack import Pack, PackItem, ScoreParts, Seed
 from remd.query.walk import Specificity, Walk, propagate
 from remd.store.postgres import is_postgres
 from remd.text.dates import DAY, Period, query_period
 from remd.text.fact_questions import question_keys
-from remd.write.ingest import check_namespace, check_text
 
 if TYPE_CHECKING:
     from remd.engine import Engine

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from remd.checks import check_text
 from remd.index import vectors as _vectors
 from remd.models import Node
 from remd.query.nodes import NODE_COLUMNS, from_rows
-from remd.write.ingest import check_text
 
 if TYPE_CHECKING:
     from remd.engine import Engine

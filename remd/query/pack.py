@@ -11,10 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from remd.errors import InvalidInput
-from remd.models import MAX_SQL_INTEGER, NodeKind
-
-MAX_BUDGET = MAX_SQL_INTEGER  # the packs row stores it
+from remd.models import NodeKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,17 +85,6 @@ class Pack:
             "items": [{"id": i.id, "content": i.content, "tokens": i.tokens,
                        "score": round(i.score, 6), "tags": list(i.tags)} for i in self.items],
         }
-
-
-def check_budget(budget: object) -> int:
-    """Return the budget if it is a non-negative integer. Raises InvalidInput otherwise."""
-    if isinstance(budget, bool) or not isinstance(budget, int):
-        raise InvalidInput(f"token budget must be an integer, not {type(budget).__name__}")
-    if budget < 0:
-        raise InvalidInput(f"token budget must be >= 0, not {budget}")
-    if budget > MAX_BUDGET:  # the packs row stores it as a SQLite integer
-        raise InvalidInput(f"token budget must be at most {MAX_BUDGET}, not {budget}")
-    return budget
 
 
 def floor_score(item: PackItem) -> float:

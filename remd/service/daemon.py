@@ -45,6 +45,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from remd.checks import check_namespace
 from remd.config import Config, load_config
 from remd.engine import Engine
 from remd.errors import ConfigError, Conflict, DatabaseLocked, RemdError, StoreError
@@ -59,7 +60,6 @@ from remd.sleep.triggers import TriggerReport, evaluate_all
 from remd.store.postgres import shown
 from remd.text.embed import Embedder
 from remd.write.backlog import embed_pending
-from remd.write.ingest import check_namespace
 
 log = get_logger("remd.daemon")
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from remd.checks import check_namespace
 from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.ids import new_id
 from remd.logs import get_logger
@@ -63,7 +64,6 @@ from remd.sleep.remruns import (
 )
 from remd.sleep.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
 from remd.write.backlog import embed_pending
-from remd.write.ingest import check_namespace
 
 if TYPE_CHECKING:
     from remd.engine import Engine

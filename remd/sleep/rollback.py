@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from remd.checks import check_namespace
 from remd.errors import InvalidInput, RollbackRefused
 from remd.index.lexical import unindex_text
 from remd.logs import get_logger
 from remd.sleep import holds
 from remd.sleep.leases import alive, lease_key, read_lease
 from remd.sleep.remruns import RunStatus, get_run
-from remd.write.ingest import check_namespace
 
 if TYPE_CHECKING:
     from remd.engine import Engine

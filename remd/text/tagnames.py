@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 
+from remd.checks import check_storable
 from remd.errors import InvalidInput, quote
 from remd.text.lexicon import lemma
 
@@ -82,3 +84,19 @@ def checked_tag(candidate: str) -> str | None:
         return normalise_tag(candidate)
     except InvalidInput:
         return None
+
+
+def check_tags(tags: Sequence[str] | None) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        raise InvalidInput("tags must be a list of strings, not one string")
+    out: list[str] = []
+    for raw in tags:
+        if not isinstance(raw, str):
+            raise InvalidInput(f"tag must be a string, not {type(raw).__name__}")
+        check_storable(raw, "tag")
+        tag = normalise_tag(raw)
+        if tag not in out:
+            out.append(tag)
+    return out

@@ -20,21 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from remd.checks import check_field, check_source, check_storable, check_text
 from remd.config import Config
 from remd.errors import InvalidInput, quote
 from remd.ids import derived_id, new_id
 from remd.models import EdgeType, Node, NodeKind, NodeStatus
 from remd.query.nodes import NODE_COLUMNS, from_rows
 from remd.text.tagging import normalise_tag
-from remd.write.ingest import (
-    Draft,
-    Writer,
-    check_field,
-    check_source,
-    check_storable,
-    check_tags,
-    check_text,
-)
+from remd.text.tagnames import check_tags
+from remd.write.ingest import Draft, Writer
 from remd.write.saves import save_drafts
 from remd.write.tagtools import add_subtype
 

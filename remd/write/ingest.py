@@ -7,101 +7,24 @@ co-occurrence edges, fact supersession and typed links commit together or not at
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import apsw
 
 from remd.config import Config
-from remd.errors import InvalidInput, quote
 from remd.ids import new_id
 from remd.index.lexical import index_text
 from remd.models import EdgeType, NodeKind, NodeStatus
 from remd.text.facts import parse_facts
 from remd.text.links import parse_links
-from remd.text.tagging import extract_tags, normalise_tag
+from remd.text.tagging import extract_tags
 from remd.text.tokens import TokenCounter
 from remd.text.updates import fact_changes
 
-_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_SOURCE_MAX = 256
 CONFIRM_STEP = 0.1  # confidence gained when a fact is restated with the same value
 CONTRADICT_STEP = 0.15  # confidence lost by the target of a CONTRADICTS link
 NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
 COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
-
-
-def check_namespace(namespace: object) -> str:
-    """Return the namespace if valid. Raises InvalidInput otherwise."""
-    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
-        raise InvalidInput(
-            f"invalid namespace {quote(namespace)}: use 1-64 letters, digits, '_', '.', '-', "
-            "starting with a letter or digit"
-        )
-    return namespace
-
-
-def check_text(text: object, max_chars: int, what: str = "memory text") -> str:
-    """Return the text stripped of surrounding white space. Raises InvalidInput if unusable;
-    ``what`` names the text in the message ("memory text", "query")."""
-    if not isinstance(text, str):
-        raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
-    stripped = text.strip()
-    if not stripped:
-        raise InvalidInput(f"{what} is empty")
-    if len(stripped) > max_chars:
-        raise InvalidInput(
-            f"{what} is {len(stripped)} characters; the limit is {max_chars}"
-        )
-    check_storable(stripped, what)
-    return stripped
-
-
-def check_storable(text: str, what: str) -> None:
-    """Refuse what no store can hold, in the words every front end shows: a NUL (PostgreSQL
-    text can't hold one) and a lone surrogate (invalid UTF-8 read from argv with
-    surrogateescape, or a JSON ``"\\ud800"``). Raises InvalidInput naming ``what``."""
-    if "\x00" in text:
-        raise InvalidInput(f"{what} contains a NUL character")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} is not valid UTF-8") from exc
-
-
-def check_field(value: object, what: str, limit: int) -> str | None:
-    """None, or a string of at most ``limit`` characters a store can hold (an optional field:
-    a source, a fact key, an edge's end). Raises InvalidInput naming ``what``."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
-    if len(value) > limit:
-        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
-    check_storable(value, what)
-    return value
-
-
-def check_source(source: object) -> str | None:
-    """None or the source. Raises InvalidInput."""
-    return check_field(source, "source", _SOURCE_MAX)
-
-
-def check_tags(tags: Sequence[str] | None) -> list[str]:
-    if tags is None:
-        return []
-    if isinstance(tags, str):
-        raise InvalidInput("tags must be a list of strings, not one string")
-    out: list[str] = []
-    for raw in tags:
-        if not isinstance(raw, str):
-            raise InvalidInput(f"tag must be a string, not {type(raw).__name__}")
-        check_storable(raw, "tag")
-        tag = normalise_tag(raw)
-        if tag not in out:
-            out.append(tag)
-    return out
 
 
 @dataclass(kw_only=True)
