@@ -21,7 +21,7 @@ from remd.config import Config
 from remd.engine import Engine, open_engine
 from remd.errors import InvalidInput
 from remd.logs import get_logger
-from remd.models import Edge, EdgeType, Node, Stats
+from remd.models import Edge, EdgeType, Node, Stats, TriggerReason
 from remd.query import edges as _edges
 from remd.query import feedback as _feedback
 from remd.query import inject as _inject
@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and imp
     from remd.sleep import remruns as _remruns
     from remd.sleep import rollback as _rollback
     from remd.sleep import triggers as _triggers
+    from remd.sleep.rem import ClusterOutcome
+    from remd.sleep.synthesis import Synthesiser
 
 log = get_logger("remd.memory")
 
@@ -351,12 +353,20 @@ class Memory:
 
         return _trig.evaluate(self.engine, self.namespace, now)
 
-    def run_rem(self, **kwargs: Any) -> _remruns.RemRun:
-        """One REM cycle (see :func:`remd.sleep.rem.run_rem` for the options). Raises InvalidInput,
-        Conflict (another run is alive in this namespace), StoreError."""
+    def run_rem(self, *, now: float | None = None, dry_run: bool = False,
+                include_held: bool = False, synthesiser: Synthesiser | None = None,
+                trigger: TriggerReason | str = TriggerReason.MANUAL,
+                should_stop: Callable[[], bool] | None = None,
+                progress: Callable[[ClusterOutcome], None] | None = None) -> _remruns.RemRun:
+        """One REM cycle on this namespace (:func:`remd.sleep.rem.run_rem`): ``dry_run`` writes
+        nothing and carries the plan; ``include_held`` flags what a rollback holds;
+        ``should_stop`` is checked between clusters; ``progress`` gets each cluster's outcome.
+        Raises InvalidInput, Conflict (another run is alive in this namespace), StoreError."""
         from remd.sleep import rem as _r
 
-        return _r.run_rem(self.engine, self.namespace, **kwargs)
+        return _r.run_rem(self.engine, self.namespace, now=now, dry_run=dry_run,
+                          include_held=include_held, synthesiser=synthesiser, trigger=trigger,
+                          should_stop=should_stop, progress=progress)
 
     def rollback(self, run_id: str, *, now: float | None = None) -> _rollback.RollbackResult:
         """Undo a REM run exactly and hold its members back from later runs (see

@@ -78,8 +78,8 @@ def run_rem_cmd(c: Ctx, dry_run: bool, as_of: float | None, include_held: bool,
     bar = _RemBar()
     try:
         with c.memory() as m:
-            run = m.run_rem(dry_run=dry_run, include_held=include_held, progress=bar,
-                            **({"now": as_of} if as_of is not None else {}))
+            run = m.run_rem(now=as_of, dry_run=dry_run, include_held=include_held,
+                            progress=bar)
     finally:
         bar.close()
     if as_json:  # a plan field only for --dry-run; times as export writes them

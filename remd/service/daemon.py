@@ -154,8 +154,7 @@ class Daemon:
 
     def _synthesiser(self, config: Config) -> LLMSynthesiser | OfflineSynthesiser:
         # The offline one embeds sentences with the engine being served at the time.
-        return make_synthesiser(config.llm, config.rem.offline_density, config.store.encoding,
-                                lambda texts: sentence_embed(self.host.engine)(texts))
+        return make_synthesiser(config, lambda texts: sentence_embed(self.host.engine)(texts))
 
     # -- the unit of work ------------------------------------------------------------------
     def tick(self, now: float | None = None) -> TickReport:

@@ -170,8 +170,7 @@ def run_rem(
     owned = None
     if synthesiser is None:
         cfg = engine.config
-        synthesiser = owned = make_synthesiser(cfg.llm, cfg.rem.offline_density,
-                                               cfg.store.encoding, sentence_embed(engine))
+        synthesiser = owned = make_synthesiser(cfg, sentence_embed(engine))
     try:
         return _cycle(engine, ns, at, reason, synthesiser, dry_run=dry_run,
                       include_held=include_held, stop=should_stop or (lambda: False),

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from remd.config import LLMSettings
+from remd.config import Config
 from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.llm.client import LLMClient, Role
 from remd.llm.client import Prompt as Prompt  # re-exported: the synthesis prompt lives here
@@ -222,21 +222,22 @@ class LLMSynthesiser:
             turns = [("assistant", _clip(answer, _REASK_ECHO_CHARS)), ("user", follow)]
 
 
-def make_synthesiser(settings: LLMSettings, offline_density: float = 1.0,
-                     encoding: str = "o200k_base", embed: Embed | None = None,
+def make_synthesiser(config: Config, embed: Embed | None = None,
                      ) -> LLMSynthesiser | OfflineSynthesiser:
-    """The LLM synthesiser when ``settings.base_url`` is set (its answers held to each
-    cluster's token target, counted in ``encoding``), else the offline merging one
-    (``offline_density``, ``embed``: see :class:`OfflineSynthesiser`).
+    """The one way a synthesiser is made (by :func:`remd.sleep.rem.run_rem` for a run, and once
+    by the daemon for all its runs): the LLM one when ``config.llm.base_url`` is set (its
+    answers held to each cluster's token target, counted in ``config.store.encoding``), else the
+    offline merging one (``config.rem.offline_density``, ``embed``: see
+    :class:`OfflineSynthesiser`).
 
     The caller owns the result and calls ``close()`` when done: the LLM one holds an HTTP
     client whose connections a long-lived process (the daemon) keeps for run after run instead
     of leaving one unclosed client behind per run.
     """
-    if settings.base_url is None:
-        return OfflineSynthesiser(offline_density, count=TokenCounter(encoding).count,
-                                  embed=embed)
-    return LLMSynthesiser(LLMClient(settings), count=TokenCounter(encoding).count)
+    count = TokenCounter(config.store.encoding).count
+    if config.llm.base_url is None:
+        return OfflineSynthesiser(config.rem.offline_density, count=count, embed=embed)
+    return LLMSynthesiser(LLMClient(config.llm), count=count)
 
 
 def _parse(answer: str) -> SynthesisAnswer:
