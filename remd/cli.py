@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from remd.cli_backup import backup
 from remd.cli_context import Ctx, echo_json, pass_ctx
 from remd.cli_rem import rollback, run_rem_cmd, triggers
 from remd.cli_tags import tags
@@ -411,3 +412,7 @@ def feedback(c: Ctx, pack_id: str, accept: bool, reject: bool) -> None:
 
 # -- the tag graph (remd.cli_tags) ----------------------------------------------------------------
 main.add_command(tags)
+
+
+# -- online backup (remd.cli_backup) ---------------------------------------------------------------
+main.add_command(backup)
