@@ -43,7 +43,7 @@ from remd.errors import BackupError, BackupUnsupported, DestinationExists
 from remd.logs import get_logger
 from remd.pgstore import is_url, shown
 from remd.schema import MIGRATIONS, SCHEMA_VERSION
-from remd.store import connect
+from remd.store import connect, int_scalar
 
 log = get_logger("remd.backup")
 
@@ -214,8 +214,8 @@ def _check_dest(source: str, target: Path, force: bool) -> None:
 def _schema_version(conn: apsw.Connection, path: str) -> int:
     """How many migrations the file records; raises BackupError for a file that is not a
     remd database or was written by a newer remd (a migration this code does not know)."""
-    if not conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-                        "AND name = 'remd_migrations'").fetchone()[0]:
+    if not int_scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                            "AND name = 'remd_migrations'"):
         raise BackupError(f"{path!r} is not a remd database (no remd_migrations table)")
     names = [str(r[0]) for r in conn.execute("SELECT name FROM remd_migrations")]
     known = {name for name, _ in MIGRATIONS}
@@ -256,7 +256,7 @@ def _summary(path: str, version: int) -> Copy:
     """Pages, bytes and memories per namespace of the copy at ``path``."""
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+        pages = int_scalar(conn, "PRAGMA page_count")
         namespaces = {str(ns): NamespaceCount(live=int(live or 0), total=int(total))
                       for ns, total, live in conn.execute(
                           "SELECT namespace, count(*), sum(status = 'live') FROM nodes "
