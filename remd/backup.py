@@ -202,8 +202,7 @@ def _check_dest(source: str, target: Path, force: bool) -> None:
     if os.path.samefile(source, target):
         raise BackupError(f"backup destination {str(target)!r} is the database itself")
     if not force:
-        raise DestinationExists(f"backup destination {str(target)!r} exists "
-                                f"(--force replaces it)")
+        raise _exists(target)
     wal = Path(f"{target}-wal")
     if wal.exists() and wal.stat().st_size:
         # Its frames would be read as part of the new file: refuse rather than corrupt it.
@@ -267,6 +266,10 @@ def _summary(path: str, version: int) -> Copy:
                 namespaces=namespaces)
 
 
+def _exists(target: Path) -> DestinationExists:
+    return DestinationExists(f"backup destination {str(target)!r} exists (--force replaces it)")
+
+
 def _flush(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -286,10 +289,19 @@ def _put(tmp: str, target: Path, force: bool) -> None:
         try:
             os.link(tmp, target)  # fails if target appeared meanwhile: never overwritten
         except FileExistsError as exc:
-            raise DestinationExists(f"backup destination {str(target)!r} exists "
-                                    f"(--force replaces it)") from exc
-        os.unlink(tmp)
-    dirfd = os.open(target.parent, os.O_RDONLY)
+            raise _exists(target) from exc
+        except OSError:  # a file system without hard links: checked, then renamed
+            if target.exists():
+                raise _exists(target) from None
+            os.rename(tmp, target)
+        else:
+            os.unlink(tmp)
+    _sync_dir(target.parent)
+
+
+def _sync_dir(directory: Path) -> None:
+    """Make the rename durable: the directory's entry is on disk too."""
+    dirfd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dirfd)
     finally:
