@@ -85,3 +85,15 @@ class Conflict(RemdError):
 class NotDenser(RemdError):
     """A cluster can't be written as a synthesis denser than its members without losing what
     they say: it is left as it was (the REM run records it as skipped)."""
+
+
+class BackupError(RemdError):
+    """A backup cannot be made, or a copy fails its check (remd/backup.py)."""
+
+
+class DestinationExists(BackupError, FileExistsError):
+    """The backup's destination exists already (and ``force`` was not given)."""
+
+
+class BackupUnsupported(BackupError):
+    """A backup of (or to) a PostgreSQL database: the server's own ``pg_dump`` makes it."""

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from remd.checks import check_source, check_text
+from remd.cli.backup import backup
 from remd.cli.context import Ctx, echo_json, pass_ctx
 from remd.cli.rem import rollback, run_rem_cmd, triggers
 from remd.cli.tags import tags
@@ -412,3 +413,7 @@ def feedback(c: Ctx, pack_id: str, accept: bool, reject: bool) -> None:
 
 # -- the tag graph (remd.cli.tags) ----------------------------------------------------------------
 main.add_command(tags)
+
+
+# -- online backup (remd.cli_backup) ---------------------------------------------------------------
+main.add_command(backup)
