@@ -8,7 +8,8 @@ works on a fresh copy of it. Writers are processes of this script (``--writer``)
 memory at a time in their own namespace (``embedder=None``: the write path and its locks, not
 the model), logging each save or error. Methods:
 
-- ``snapshot``: remd.store.backup.backup_file, what ``remd backup`` runs (the backup API, 1024 pages a
+- ``snapshot``: remd.store.backup.backup_file, what ``remd backup`` runs (the backup API, 1024
+pages a
   step, inside one read transaction on the source);
 - ``steps``: the backup API alone (same steps and pauses, no held read transaction): a commit
   by a writer between two steps restarts the copy; given up after --give-up seconds;

@@ -1,4 +1,5 @@
-"""Online backup (remd/store/backup.py, `remd backup`): copies taken while 8 writer processes save and
+"""Online backup (remd/store/backup.py, `remd backup`): copies taken while 8 writer processes save
+and
 `remd serve` consolidates the same file are whole, open as remd databases and hold every memory
 acknowledged before they started; the writers see no error. And the refusals: a corrupt copy,
 an existing DEST, PostgreSQL."""

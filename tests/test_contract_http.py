@@ -32,7 +32,6 @@ from tests.test_mcp import session
 
 REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"  # moved from README
-PENDING_README = Path("/tmp/readme_mcp_errors.md")  # the paragraph until the docs have it
 WRITTEN = ("nodes", "packs", "pack_items", "feedback", "access_log")
 
 
@@ -194,13 +193,11 @@ def test_mcp_arguments_are_strict_and_closed_like_http_bodies(db_path: Path) -> 
 
 
 def _documented() -> str:
-    """The MCP section of docs/reference.md, or the paragraph written for it while it lacks it."""
+    """The MCP section of docs/reference.md."""
     reference = REFERENCE.read_text()
     section = reference[reference.index("## MCP server"):reference.index("## Inject")]
-    if "Error executing tool" in section:
-        return section
-    assert PENDING_README.exists(), "docs/reference.md does not say what an MCP client sees"
-    return PENDING_README.read_text()
+    assert "Error executing tool" in section, "docs/reference.md does not say what a client sees"
+    return section
 
 
 def test_mcp_errors_reach_the_client_as_the_readme_says(db_path: Path) -> None:
