@@ -35,6 +35,7 @@ from remd.llm_tagging import LLMTagger
 from remd.llm_updates import LLMUpdateJudge
 from remd.logs import get_logger
 from remd.pgstore import is_url
+from remd.telemetry import Telemetry
 from remd.tokens import TokenCounter
 
 T = TypeVar("T")
@@ -63,6 +64,8 @@ class Engine:
             self.store.close()
             raise
         self.caches = Caches(config.engine.cache_mb, config.inject.graph_cache_tags)
+        # What this engine's calls add up to (read by remd.metrics at scrape time).
+        self.telemetry = Telemetry()
         # embedder=True: the configured one, loaded lazily on first use; None/False: none.
         self._embedder_spec: EmbedderSpec = embedder
         self._embedder: Embedder | None = None
