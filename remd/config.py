@@ -255,7 +255,8 @@ class DaemonConfig(_Section):
     http: str | None = Field(None, description=(
         "HOST:PORT to serve the HTTP API on (port 0: any free port); unset: no HTTP"))
     http_token: SecretStr | None = Field(None, description=(
-        "bearer token every HTTP request but /healthz must carry; unset: no auth"))
+        "bearer token every HTTP request but /healthz, /livez and /readyz must carry; "
+        "unset: no auth"))
     http_max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body")
     http_pool_keep: int = Field(4, ge=1, description=(
         "no longer used (accepted so older config files still load): every namespace now "
