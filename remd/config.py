@@ -280,7 +280,8 @@ class DaemonConfig(_Section):
     http: str | None = Field(None, description=(
         "HOST:PORT to serve the HTTP API on (port 0: any free port); unset: no HTTP"))
     http_token: SecretStr | None = Field(None, description=(
-        "bearer token every HTTP request but /healthz must carry; unset: no auth"))
+        "bearer token every HTTP request but /healthz, /livez and /readyz must carry; "
+        "unset: no auth"))
     http_max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body")
     http_pool_keep: int = Field(4, ge=1, description=(
         "no longer used (accepted so older config files still load): every namespace now "
@@ -288,6 +289,12 @@ class DaemonConfig(_Section):
     backlog_per_tick: int = Field(256, ge=0, description=(
         "memories of the embedding backlog (saved while the embedder was down, or left by an "
         "interrupted bulk save) each tick embeds at most; 0: none"))
+    ready_max_backlog: int = Field(1000, ge=0, description=(
+        "GET /readyz answers 503 while more memories than this wait for their vector"))
+    drain_seconds: float = Field(0.0, ge=0, le=60, allow_inf_nan=False, description=(
+        "after SIGTERM, seconds the HTTP API keeps serving (GET /readyz answering 503) "
+        "before it stops, so a balancer or probe sees the drain; requests in flight "
+        "finish either way"))
     log_format: Literal["auto", "json", "console"] = Field("auto", description=(
         "auto: console text on a terminal, JSON lines otherwise"))
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description=(

@@ -34,6 +34,7 @@ from remd.llm.tagger import LLMTagger
 from remd.logs import get_logger
 from remd.store.backends import open_store
 from remd.store.postgres import is_url
+from remd.telemetry import Telemetry
 from remd.text.embed import Embedder, Vectors, make_embedder
 from remd.text.tokens import TokenCounter
 
@@ -63,6 +64,8 @@ class Engine:
             self.store.close()
             raise
         self.caches = Caches(config.engine.cache_mb, config.inject.graph_cache_tags)
+        # What this engine's calls add up to (read by remd.http.metrics at scrape time).
+        self.telemetry = Telemetry()
         # embedder=True: the configured one, loaded lazily on first use; None/False: none.
         self._embedder_spec: EmbedderSpec = embedder
         self._embedder: Embedder | None = None

@@ -69,6 +69,7 @@ class EngineHost:
         with self._lock:
             old, self._engine = self._engine, fresh
         if old is not None:
+            fresh.telemetry.absorb(old.telemetry)  # the counters a scraper sees never go back
             old.release()
 
     def close(self) -> None:

@@ -10,6 +10,8 @@ bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
 - ``GET /v1/memories/{id}``, ``GET /v1/memories/{id}/history``, ``GET /v1/stats``
 - ``GET /healthz`` (never needs the token): ``{"status": "ok", ...}``, or 503 with the
   error shape below plus ``"status": "unavailable"``
+- ``GET /metrics`` (the token), ``GET /livez`` and ``GET /readyz`` (no token): see
+  :mod:`remd.http.probes`
 
 Logging: one ``http.summary`` event (info) per minute of traffic, logged by a timer when the
 minute ends, counts every request (unknown routes, wrong methods and unparsable requests too)
@@ -78,6 +80,7 @@ from remd.http.models import (
     StatsOut,
     error_body,
 )
+from remd.http.probes import Probes
 from remd.http.protocol import http11
 from remd.http.requestlog import SUMMARY_SECONDS, RequestLog
 from remd.logs import get_logger
@@ -348,8 +351,12 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
     time; ``summary_seconds`` is the window of an ``http.summary`` event."""
     api = _Api(host, token, default_namespace, max_body_bytes, summary_seconds)
     e = api.endpoint
+    probes = Probes(host)
     routes = [
         Route("/healthz", e(api.health, auth=False), methods=["GET"]),
+        Route("/livez", e(probes.livez, auth=False), methods=["GET"]),
+        Route("/readyz", e(probes.readyz, auth=False), methods=["GET"]),
+        Route("/metrics", e(probes.metrics), methods=["GET"]),
         Route("/v1/memories", e(api.save), methods=["POST"]),
         Route("/v1/memories/{node_id}", e(api.get), methods=["GET"]),
         Route("/v1/memories/{node_id}/history", e(api.history), methods=["GET"]),
@@ -362,6 +369,7 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
     app = Starlette(routes=routes, exception_handlers={
         404: _on_error(e(no_route, auth=False)), 405: _on_error(e(method_not_allowed, auth=False))})
     app.state.api = api
+    app.state.probes = probes
     return app
 
 
@@ -394,6 +402,7 @@ class HttpServer:
             app, http=http11(self.requests), log_config=None, access_log=False,
             lifespan="off", timeout_graceful_shutdown=5))
         self._thread: threading.Thread | None = None
+        self._drained_at = 0.0  # time.monotonic() until which stop() keeps serving
         self._stopping = threading.Event()
         self._summaries = threading.Thread(target=self.requests.run, args=(self._stopping,),
                                            name="remd-http-summary", daemon=True)
@@ -436,8 +445,16 @@ class HttpServer:
             log.warning("http.loop_error", cause=cause, error=str(exc or "")[:200],
                         suppressed=suppressed)
 
+    def drain(self, seconds: float) -> None:
+        """Answer 503 on /readyz from now on, and keep serving ``seconds`` more before
+        :meth:`stop` closes the socket."""
+        self.app.state.probes.drain()
+        self._drained_at = time.monotonic() + seconds
+
     def stop(self) -> None:
-        """Finish requests in flight (up to 5 s), log the last summary and close the socket."""
+        """Serve out the drain window, finish requests in flight (up to 5 s), log the last
+        summary and close the socket."""
+        time.sleep(max(0.0, self._drained_at - time.monotonic()))
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)

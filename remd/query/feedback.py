@@ -70,6 +70,7 @@ def feedback(engine: Engine, namespace: str, pack_id: str,
         given = conn.execute("SELECT accepted FROM feedback WHERE namespace = ? AND pack_id = ?",
                              (ns, pack_id)).fetchone()
         if given is not None:
+            engine.telemetry.fed_back()
             return FeedbackResult(pack_id=pack_id, accepted=float(given[0]),
                                   edges_updated=0, applied=False)
         paths = [str(r[0]) for r in conn.execute(
@@ -85,4 +86,5 @@ def feedback(engine: Engine, namespace: str, pack_id: str,
                 (MIN_WEIGHT, eta, eta, target, ns, src, dst)).fetchone() is not None
         conn.execute("INSERT INTO feedback (namespace, pack_id, accepted, at) "
                      "VALUES (?, ?, ?, ?)", (ns, pack_id, target, now))
+    engine.telemetry.fed_back()
     return FeedbackResult(pack_id=pack_id, accepted=target, edges_updated=updated, applied=True)

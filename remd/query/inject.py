@@ -39,6 +39,7 @@ of every source) are :mod:`remd.query.candidates`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
@@ -396,5 +397,8 @@ def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
         raise InvalidInput(f"fill must be true or false, not {type(fill).__name__}")
     # The view is taken before the read snapshot opens (and kept until the pack is recorded
     # by the snapshot's end), so the snapshots a namespace's caches follow only move forward.
+    started = time.perf_counter()
     with engine.caches.use(ns) as view:
-        return _Injector(engine, ns, engine.clock(), view).run(text, budget, fill)
+        pack = _Injector(engine, ns, engine.clock(), view).run(text, budget, fill)
+    engine.telemetry.injected(time.perf_counter() - started)
+    return pack

@@ -402,6 +402,8 @@ class Daemon:
         if announce:
             self.notifier.stopping()
             log.info("daemon.stopping", signal=self._signals.signame or None)
+        if self.http is not None:  # /readyz answers 503 from now on, while the rest stops
+            self.http.drain(self.config.daemon.drain_seconds)
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=True)  # waits for the tick in flight
             self.scheduler = None

@@ -63,6 +63,7 @@ from remd.sleep.remruns import (
     start_run,
 )
 from remd.sleep.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
+from remd.telemetry import LLMRole
 from remd.write.backlog import embed_pending
 
 if TYPE_CHECKING:
@@ -97,6 +98,14 @@ def _synthesise(synth: Synthesiser, job: Job) -> Answer:
         return synth.synthesise(job[1], job[2], job[3])
     except (LLMError, InvalidInput, NotDenser) as exc:  # the documented failures: skip it
         return exc
+
+
+def _counted(engine: Engine, synth: Synthesiser, answer: Answer) -> Answer:
+    """``answer``, counted as a call to the LLM (a failure if it is an LLMError) when the
+    synthesiser is the LLM one."""
+    if isinstance(synth, LLMSynthesiser):
+        engine.telemetry.llm_called(LLMRole.SYNTHESISER, failed=isinstance(answer, LLMError))
+    return answer
 
 
 def _answers(synth: Synthesiser, jobs: Sequence[Job], workers: int,
@@ -214,7 +223,7 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
         t0 = time.perf_counter()
         next_no = len(jobs)
         for job, answer in _answers(synth, jobs, workers, stop):
-            outcome = writer.write(job, answer)
+            outcome = writer.write(job, _counted(engine, synth, answer))
             done += 1
             if progress:
                 progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
@@ -223,7 +232,7 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
             while len(left := writer.left_out.pop(job[0], [])) >= 2 and not stop():
                 job = writer.job(next_no, Cluster(members=tuple(left), coherence=0.0))
                 next_no += 1
-                outcome = writer.write(job, _synthesise(synth, job))
+                outcome = writer.write(job, _counted(engine, synth, _synthesise(synth, job)))
                 if progress:
                     progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
         timings["synthesise_and_write"] = time.perf_counter() - t0
@@ -277,11 +286,11 @@ def _dry_run(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser
 
     next_no = len(jobs)
     for job, answer in _answers(synth, jobs, workers, stop):
-        record(job, answer, plan.clusters[job[0]].coherence)
+        record(job, _counted(engine, synth, answer), plan.clusters[job[0]].coherence)
         while len(left := checker.left_out.pop(job[0], [])) >= 2 and not stop():
             job = checker.job(next_no, Cluster(members=tuple(left), coherence=0.0))
             next_no += 1
-            record(job, _synthesise(synth, job), 0.0)
+            record(job, _counted(engine, synth, _synthesise(synth, job)), 0.0)
     planned.sort(key=lambda p: p.cluster_no)
     done = [p for p in planned if p.status == ClusterStatus.COMMITTED.value]
     elapsed = time.perf_counter() - started

@@ -150,8 +150,8 @@ def finish_run(engine: Engine, ns: str, run_id: str, status: RunStatus, at: floa
     elapsed = time.perf_counter() - started
     timings = {**{k: round(v, 4) for k, v in phases.items()}, "total": round(elapsed, 4)}
     with engine.store.transaction() as conn:
-        live = conn.execute("SELECT count(*) FROM nodes WHERE namespace = ? AND status = 'live'",
-                            (ns,)).fetchone()
+        live = conn.execute("SELECT count(*), coalesce(sum(tokens), 0) FROM nodes "
+                            "WHERE namespace = ? AND status = 'live'", (ns,)).fetchone()
         # Every cluster asked about (a split's remainder too) is committed or skipped, so the
         # counts add up: clusters = synthesised + skipped (of those not reached: none).
         conn.execute(
@@ -165,6 +165,10 @@ def finish_run(engine: Engine, ns: str, run_id: str, status: RunStatus, at: floa
         if lease and lease.get("run_id") == run_id:
             conn.execute("DELETE FROM remd_meta WHERE key = ?", (lease_key(ns),))
     result = get_run(engine, ns, run_id)
+    engine.telemetry.rem_finished(
+        status.value, elapsed, flagged=result.flagged, live=result.live_after,
+        live_tokens=int(live[1]) if live else 0,
+        folded=sum(o["size"] for o in result.outcomes if o["status"] == "committed"))
     log.info("rem.finished", namespace=ns, run_id=run_id, status=status.value,
              flagged=result.flagged, clusters=result.clusters,
              synthesised=result.synthesised, skipped=result.skipped,

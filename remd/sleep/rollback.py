@@ -114,6 +114,7 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
                      (RunStatus.ROLLED_BACK.value, ns, run_id))
         if lease and lease.get("run_id") == run_id:
             conn.execute("DELETE FROM remd_meta WHERE key = ?", (lease_key(ns),))
+    engine.telemetry.rolled_back()
     log.info("rem.rolled_back", namespace=ns, run_id=run.run_id, members=restored,
              synthesis=len(synth), held=held)
     return RollbackResult(run_id=run_id, members_restored=restored, synthesis_removed=len(synth),

@@ -161,6 +161,7 @@ def evaluate_all(engine: Engine, now: float | None = None) -> list[TriggerReport
     cfg = engine.config.triggers
     with engine.store.snapshot() as conn:
         measured = _measure(conn, cfg, at, None)
+    engine.telemetry.namespaces_seen(len(measured))
     return [_report(ns, at, cfg, m) for ns, m in sorted(measured.items())]
 
 

@@ -283,6 +283,17 @@ class PgStore:
     def schema_version(self) -> int:
         return len(self.applied())
 
+    def pending_migrations(self) -> list[str]:
+        """The names of this code's migrations the database lacks (none: current)."""
+        return self._pending(self.applied())
+
+    def pool_waits(self) -> tuple[int, int]:
+        """(leases that waited for a connection, leases that gave up) so far, as the
+        psycopg_pool counts them: requests queued, and requests that ended in an error."""
+        stats = self._pool.get_stats()
+        queued, errors = stats.get("requests_queued", 0), stats.get("requests_errors", 0)
+        return max(queued - errors, 0), errors
+
     def migrate(self) -> None:
         """Apply the migrations the database lacks; refuse a newer one (SchemaVersionError)
         and a database that holds tables but is not remd's (StoreError)."""

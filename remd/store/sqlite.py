@@ -194,6 +194,10 @@ class Store:
         self._savepoints = itertools.count()
         self._closed = False
         self.opened = 0  # connections opened so far (at most max_connections live at once)
+        # Leases that found every connection taken and waited, and those that gave up
+        # (PoolExhausted): counted on the waiting path only (remd.http.metrics reads them).
+        self._waits = [0, 0]
+        self._waits_lock = threading.Lock()
         self._logs: tuple[str, ...] = ()  # change logs the file has, pruned at each commit
         self.migrate()
         self._logs = tuple(t for t, v in _LOG_VERSIONS if self.schema_version() >= v)
@@ -225,10 +229,14 @@ class Store:
             return
         if self._closed:
             raise StoreError(f"database {self.path!r} is closed")
-        if not self._slots.acquire(timeout=self.config.pool_wait_ms / 1000):
-            raise PoolExhausted(
-                f"all {self.config.max_connections} connections to {self.path!r} are in use "
-                f"(waited {self.config.pool_wait_ms} ms); retry later")
+        if not self._slots.acquire(blocking=False):
+            waited = self._slots.acquire(timeout=self.config.pool_wait_ms / 1000)
+            with self._waits_lock:
+                self._waits[0 if waited else 1] += 1
+            if not waited:
+                raise PoolExhausted(
+                    f"all {self.config.max_connections} connections to {self.path!r} are in "
+                    f"use (waited {self.config.pool_wait_ms} ms); retry later")
         try:
             with self._idle_lock:
                 conn = self._idle.pop() if self._idle else None
@@ -253,6 +261,11 @@ class Store:
                 with contextlib.suppress(apsw.Error):
                     conn.close()
             self._slots.release()
+
+    def pool_waits(self) -> tuple[int, int]:
+        """(leases that waited for a connection and got one, leases that gave up) so far."""
+        with self._waits_lock:
+            return self._waits[0], self._waits[1]
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -373,6 +386,11 @@ class Store:
         """How many of this code's migrations the file has (a file newer than this code has
         more than SCHEMA_VERSION)."""
         return len(self.applied())
+
+    def pending_migrations(self) -> list[str]:
+        """The names of this code's migrations the file lacks (none: the schema is current).
+        Raises SchemaVersionError for a file newer than this code."""
+        return [name for name, _ in self._pending(self.applied())]
 
     def migrate(self) -> None:
         """Apply, by name, the migrations this file lacks; refuse a file newer than this code.

@@ -23,6 +23,7 @@ from remd.errors import LLMError, StoreError
 from remd.index.vectors import stored
 from remd.llm.tagger import reuse_vocabulary
 from remd.logs import get_logger
+from remd.telemetry import LLMRole
 from remd.write.backlog import embed_pending
 from remd.write.ingest import Draft, Writer
 from remd.write.supersede import Fresh, apply_judgement, decided_by, judge_pending, nearest_live
@@ -74,6 +75,7 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
         tag_with_llm(engine, namespace, to_tag)
     if judged and engine.config.updates.llm and engine.update_judge is not None:
         engine.in_background(judge_with_llm, engine, namespace, judged)
+    engine.telemetry.saved(len(ids))
     return ids
 
 
@@ -118,8 +120,10 @@ def tag_with_llm(engine: Engine, namespace: str, written: Sequence[tuple[int, Dr
         try:
             raw = tagger.ask(draft.content, vocabulary)
         except LLMError as exc:
+            engine.telemetry.llm_called(LLMRole.TAGGER, failed=True)
             _tag_log.warning("tagging.llm_failed", rid=rid, error=str(exc), model=tagger.model)
             return None
+        engine.telemetry.llm_called(LLMRole.TAGGER, failed=False)
         tags = reuse_vocabulary(raw, vocabulary, functools.partial(_known, engine, namespace),
                                 tagger.max_tags)
         if not tags:
@@ -192,8 +196,13 @@ def judge_with_llm(engine: Engine, namespace: str, ids: Sequence[str]) -> int:
                 older = older[:engine.config.updates.llm_candidates]
             if not older:
                 continue
-            relations = judge.ask(content, iso_date(created), [
-                (o.id, o.content, iso_date(o.created_at)) for o, _ in older])
+            try:
+                relations = judge.ask(content, iso_date(created), [
+                    (o.id, o.content, iso_date(o.created_at)) for o, _ in older])
+            except LLMError:
+                engine.telemetry.llm_called(LLMRole.UPDATE_JUDGE, failed=True)
+                raise
+            engine.telemetry.llm_called(LLMRole.UPDATE_JUDGE, failed=False)
             with engine.store.transaction() as conn:
                 decided += apply_judgement(conn, namespace, node_id, relations,
                                            engine.clock(), judge.model)
