@@ -116,9 +116,10 @@ _SQLITE_ONLY = [
                 r"|json_group_object|json_insert|json_set|json_remove|json_patch|json_valid"
                 r"|json_type|strftime|julianday|datetime|unixepoch|printf|instr|iif|total"
                 r"|randomblob|zeroblob|hex|unhex|last_insert_rowid|changes|total_changes"
-                r"|typeof|likely|unlikely|likelihood|sqlite_\w+|bm25|highlight|snippet"
+                r"|typeof|likely|unlikely|likelihood|bm25|highlight|snippet"
                 r"|vec_\w+)\s*\(", re.IGNORECASE), "the SQLite function"),
     (re.compile(r"(?<![.\w])(?:rowid|_rowid_)\b", re.IGNORECASE), "SQLite's rowid"),
+    (re.compile(r"\bsqlite_\w+", re.IGNORECASE), "SQLite's"),
     (re.compile(r"\b(?:GLOB|REGEXP|MATCH|PRAGMA|ATTACH|DETACH|AUTOINCREMENT)\b",
                 re.IGNORECASE), "SQLite's"),
     (re.compile(r"\b(?:NOT\s+INDEXED|INDEXED\s+BY)\b", re.IGNORECASE), "SQLite's"),
