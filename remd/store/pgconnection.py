@@ -71,7 +71,7 @@ def _key(sql: str, params: Any) -> tuple[str, tuple[Any, ...]]:
 def _send(cur: Any, sql: str, params: Any, *, binary: bool = False) -> None:
     """Execute a read on a server-side binding cursor, IN lists as arrays: one statement text
     (one prepared plan) for any length."""
-    text, spans = as_arrays(translate(sql))
+    text, spans = as_arrays(translate(sql, bool(params)))
     cur.execute(text, group(_params(params), spans) if params else None, binary=binary)
 
 
@@ -133,7 +133,8 @@ class PgConnection:
                 if key is not None:
                     _send(cur, sql, params)
                 else:
-                    cur.execute(translate(sql), _params(params) if params else None)
+                    cur.execute(translate(sql, bool(params)),
+                                _params(params) if params else None)
                 self.changes += max(cur.rowcount, 0) if cur.description is None else 0
                 rows = cur.fetchall() if cur.description is not None else []
                 if key is not None and self.memo is not None:
