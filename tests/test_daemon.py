@@ -29,6 +29,7 @@ from click.testing import CliRunner
 from remd import ConfigError, InvalidInput, Memory, StoreError, load_config
 from remd.cli.main import main
 from remd.hosting import EngineHost, freeze_heap
+from remd.http.app import http_server
 from remd.logs import REDACTED, capture_events, configure_logging, get_logger
 from remd.service.daemon import Daemon
 from remd.service.notify import Notifier
@@ -282,7 +283,7 @@ def test_a_file_with_no_memories_ticks_quietly(daemon_factory: Any) -> None:
 def test_start_loop_and_request_stop_in_process(db_path: Path) -> None:
     config = load_config(env={}, overrides={"daemon": {"http": "127.0.0.1:0",
                                                        "interval_seconds": 3600}})
-    daemon = Daemon(db_path, config, env={}, embedder=None)
+    daemon = Daemon(db_path, config, env={}, embedder=None, http=http_server)
     daemon.start()
     loop = threading.Thread(target=daemon.loop)
     loop.start()

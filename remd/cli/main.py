@@ -343,6 +343,7 @@ main.add_command(rollback)
 @pass_ctx
 def serve(c: Ctx, serve_config: str | None, interval: float | None, http: str | None) -> None:
     """Run the consolidation daemon (all namespaces) until SIGTERM; SIGHUP reloads config."""
+    from remd.http.app import http_server
     from remd.service.daemon import serve as run_daemon
 
     daemon: dict[str, Any] = {}
@@ -351,7 +352,8 @@ def serve(c: Ctx, serve_config: str | None, interval: float | None, http: str | 
     if http is not None:
         daemon["http"] = http
     code = run_daemon(c.db, config_path=serve_config or c.config_path,
-                      overrides={"daemon": daemon} if daemon else {}, namespace=c.namespace)
+                      overrides={"daemon": daemon} if daemon else {}, namespace=c.namespace,
+                      http=http_server)
     sys.exit(code)
 
 

@@ -56,6 +56,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from remd.config import Config
 from remd.errors import (
     ConfigError,
     Conflict,
@@ -372,6 +373,17 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
     app.state.probes = probes
     return app
 
+
+
+def http_server(host: EngineHost, config: Config, default_namespace: str) -> HttpServer:
+    """The HTTP front end ``remd serve --http`` hands the daemon: the app over ``host``, bound
+    to ``config.daemon.http_address``. Raises ConfigError when the address can't be bound."""
+    d = config.daemon
+    if d.http_address is None:
+        raise ConfigError("daemon.http is not set")
+    app = create_app(host, token=d.http_token, default_namespace=default_namespace,
+                     max_body_bytes=d.http_max_body_bytes)
+    return HttpServer(app, *d.http_address, workers=2 * config.store.max_connections)
 
 # -- serving it from a thread of the daemon --------------------------------------------------
 class HttpServer:

@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -52,6 +51,7 @@ from remd.errors import ConfigError, Conflict, DatabaseLocked, RemdError, StoreE
 from remd.hosting import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.logs import configure_logging, get_logger
 from remd.service.notify import Notifier
+from remd.service.ticks import HttpFront, HttpFrontFactory, NamespaceTick, TickOutcome, TickReport
 from remd.sleep.consolidate import ClusterStatus
 from remd.sleep.rem import ClusterOutcome, run_rem, sentence_embed
 from remd.sleep.remruns import RunStatus
@@ -67,41 +67,6 @@ JOB_ID = "remd-tick"
 _MAX_LOOP_WAIT = 5.0  # seconds the main loop sleeps at most between housekeeping checks
 
 
-# -- what a tick did ---------------------------------------------------------------------------
-class TickOutcome(StrEnum):
-    """What a tick did in one namespace."""
-
-    QUIET = "quiet"  # no trigger fired
-    RAN = "ran"  # a REM run completed
-    INTERRUPTED = "interrupted"  # a stop was requested mid-cycle
-    BUSY = "busy"  # another process is consolidating it
-    FAILED = "failed"
-
-
-@dataclass(frozen=True, kw_only=True)
-class NamespaceTick:
-    """One namespace at one tick."""
-
-    namespace: str
-    fired: tuple[str, ...]
-    outcome: TickOutcome
-    run_id: str | None = None
-    error: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class TickReport:
-    now: float
-    namespaces: tuple[NamespaceTick, ...] = ()
-    busy: bool = False  # the previous tick was still running
-    stopped: bool = False  # a stop was requested before every namespace was seen
-    embedded: int = 0  # memories of the embedding backlog embedded by this tick
-
-    @property
-    def runs(self) -> tuple[str, ...]:
-        return tuple(t.run_id for t in self.namespaces if t.run_id is not None)
-
-
 @dataclass
 class _Signals:
     """Set by signal handlers (plain assignments only), read by the main loop."""
@@ -113,6 +78,7 @@ class _Signals:
 
 
 # -- the daemon --------------------------------------------------------------------------------
+
 class Daemon:
     """Evaluates the triggers of every namespace and runs REM where one fires.
 
@@ -125,7 +91,8 @@ class Daemon:
                  overrides: Mapping[str, Any] | None = None, namespace: str = "default",
                  clock: Callable[[], float] = time.time, env: Mapping[str, str] | None = None,
                  embedder: Embedder | None | bool = True,
-                 on_cluster: Callable[[ClusterOutcome], None] | None = None) -> None:
+                 on_cluster: Callable[[ClusterOutcome], None] | None = None,
+                 http: HttpFrontFactory | None = None) -> None:
         self.db = str(db)
         self.on_cluster = on_cluster  # observer called after each REM cluster (progress)
         self.config = config
@@ -141,7 +108,8 @@ class Daemon:
         self._signals = _Signals()
         self.notifier = Notifier(self.env)
         self.scheduler: BackgroundScheduler | None = None
-        self.http: Any = None  # remd.http.app.HttpServer when serving HTTP
+        self._http_front = http  # builds the HTTP front end when daemon.http is set
+        self.http: HttpFront | None = None  # serving HTTP (remd.http.app.HttpServer)
         # Open the file now: a bad path or a newer schema is reported at start, not at a tick.
         self.host = EngineHost(self.db, config, embedder=self._embedder, clock=clock)
         self._wake_r, self._wake_w = os.pipe()
@@ -340,13 +308,10 @@ class Daemon:
         """
         d = self.config.daemon
         if d.http_address is not None:
-            from remd.http.app import HttpServer, create_app
-
-            app = create_app(self.host, token=d.http_token,
-                             default_namespace=self.default_namespace,
-                             max_body_bytes=d.http_max_body_bytes)
-            self.http = HttpServer(app, *d.http_address,
-                                   workers=2 * self.config.store.max_connections)
+            if self._http_front is None:
+                raise ConfigError("daemon.http is set, but this daemon was made without an "
+                                  "HTTP front end (remd serve hands it one)")
+            self.http = self._http_front(self.host, self.config, self.default_namespace)
             self.http.start()
             log.info("http.listening", host=self.http.host, port=self.http.port)
         self.scheduler = BackgroundScheduler(
@@ -477,8 +442,10 @@ class _ClusterLog:
 
 
 def serve(db: str | Path, *, config_path: str | Path | None, overrides: Mapping[str, Any],
-          namespace: str = "default") -> int:
-    """``remd serve``: load and validate the config, open the file, run until stopped.
+          namespace: str = "default", http: HttpFrontFactory | None = None) -> int:
+    """``remd serve``: load and validate the config, open the file, run until stopped; ``http``
+    builds the HTTP front end when ``daemon.http`` is set (the CLI hands in
+    :func:`remd.http.app.http_server`: the daemon never imports a front end).
 
     Raises ConfigError/StoreError (exit 1 from the CLI) when either can't be used.
     """
@@ -486,5 +453,5 @@ def serve(db: str | Path, *, config_path: str | Path | None, overrides: Mapping[
     configure_logging(config.daemon.log_format, config.daemon.log_level,
                       secrets=log_secrets(config))
     daemon = Daemon(db, config, config_path=config_path, overrides=overrides,
-                    namespace=namespace)
+                    namespace=namespace, http=http)
     return daemon.serve()
