@@ -25,6 +25,7 @@ from remd import neighbours as _neighbours
 from remd import nodes as _nodes
 from remd import stats as _stats
 from remd import supersede as _supersede
+from remd import taggraph as _taggraph
 from remd import tagtools as _tagtools
 from remd.config import Config
 from remd.embed import Embedder, Vectors
@@ -35,6 +36,7 @@ from remd.feedback import FeedbackResult
 from remd.ingest import Draft, check_namespace, check_source, check_tags, check_text
 from remd.logs import get_logger
 from remd.models import Edge, EdgeType, Node, Stats
+from remd.namespaces import NamespaceCount, namespace_counts
 from remd.nodes import NODE_COLUMNS
 from remd.pack import Pack
 from remd.saves import save_drafts
@@ -44,6 +46,7 @@ from remd.tokens import TokenCounter
 
 if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and import models
     from remd import importance as _importance
+    from remd import remhistory as _remhistory
     from remd import remruns as _remruns
     from remd import rollback as _rollback
     from remd import triggers as _triggers
@@ -269,6 +272,11 @@ class Memory:
         """Counts for this namespace."""
         return _stats.stats(self.store, self.namespace)
 
+    def namespaces(self, limit: int = 1000) -> list[NamespaceCount]:
+        """The file's namespaces (all of them, not only this one: for an operator's view),
+        by name, with their memory counts. Raises InvalidInput for a bad ``limit``."""
+        return namespace_counts(self.store, limit)
+
     # -- export and import (remd.exchange) --------------------------------------------------
     def export_lines(self) -> Iterator[str]:
         """The namespace as JSON lines (see :mod:`remd.exchange`)."""
@@ -302,6 +310,17 @@ class Memory:
         """The tags around ``tag`` and the live memories carrying them. Raises NotFound."""
         return _tagtools.memories_by_tag_cluster(self.engine, self.namespace, tag, depth,
                                                  limit=limit)
+
+    def tag_neighbourhood(self, tag: str, *, depth: int = 2,
+                          max_nodes: int = 40) -> _taggraph.TagNeighbourhood:
+        """The tags within ``depth`` hops of ``tag`` and the weighted edges between them, to
+        draw. Raises NotFound for an unknown tag, InvalidInput for bad arguments."""
+        return _taggraph.neighbourhood(self.engine, self.namespace, tag, depth=depth,
+                                       max_nodes=max_nodes)
+
+    def top_tags(self, limit: int = 50) -> list[tuple[str, int]]:
+        """The tags carried by the most memories: (tag, memories). Raises InvalidInput."""
+        return _taggraph.top_tags(self.engine, self.namespace, limit)
 
     def suggest_related_tags(self, tags: Sequence[str], *,
                              limit: int = 10) -> list[tuple[str, float]]:
@@ -361,3 +380,17 @@ class Memory:
         from remd import rollback as _rb
 
         return _rb.rollback(self.engine, self.namespace, run_id, now=now)
+
+    def rem_runs(self, limit: int = 50) -> list[tuple[_remruns.RemRun, str]]:
+        """The latest REM runs, newest first, each with why it cannot be rolled back ("" when
+        it can). Raises InvalidInput for a bad ``limit``."""
+        from remd import remhistory as _rh
+
+        return _rh.recent_runs(self.engine, self.namespace, limit)
+
+    def rem_run_folds(self, run_id: str) -> _remhistory.RunFolds:
+        """What a REM run folded into what, with tokens before and after and whether it can
+        still be rolled back. Raises NotFound, InvalidInput."""
+        from remd import remhistory as _rh
+
+        return _rh.run_folds(self.engine, self.namespace, run_id)
