@@ -35,7 +35,7 @@ function h(tag, attrs, ...children) {
 }
 
 function append(el, children) {
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -306,42 +306,42 @@ async function tagsPage(ns) {
       a.className = "tag"; return a; })) : h("p", { class: "muted", id: "top-tags" }, "No tags.")];
 }
 
-// A force layout, run to rest before drawing: edges pull (by weight), every pair pushes, the
-// centre tag is pinned in the middle. Starts from rings by hop count, so it is deterministic.
+// A force layout (Fruchterman-Reingold), run to rest before drawing: edges pull (stronger
+// edges harder), every pair pushes, the centre tag stays in the middle. It starts from rings by
+// hop count, so the same graph is always drawn the same way.
 function layout(nodes, edges, W, H) {
   const n = nodes.length, idx = new Map(nodes.map((d, i) => [d.tag, i]));
-  const P = nodes.map((d, i) => {
+  const P = nodes.map((d) => {
     const ring = nodes.filter((x) => x.hops === d.hops), k = ring.indexOf(d);
     const a = (2 * Math.PI * k) / Math.max(ring.length, 1) + d.hops * 0.5;
-    const r = d.hops * Math.min(W, H) * 0.2;
-    return { x: W / 2 + r * Math.cos(a), y: H / 2 + r * Math.sin(a), vx: 0, vy: 0 };
+    const r = d.hops * Math.min(W, H) * 0.18;
+    return { x: W / 2 + r * Math.cos(a), y: H / 2 + r * Math.sin(a) };
   });
   const E = edges.map((e) => [idx.get(e.a), idx.get(e.b), e.weight])
     .filter(([a, b]) => a !== undefined && b !== undefined);
-  const ideal = Math.min(W, H) / (1.5 + Math.sqrt(n));
-  for (let step = 0; step < 300; step++) {
-    const cool = 1 - step / 300;
+  const k = 0.75 * Math.sqrt((W * H) / Math.max(n, 1));
+  const steps = 250;
+  for (let step = 0; step < steps; step++) {
+    const D = P.map(() => ({ x: 0, y: 0 }));
     for (let i = 0; i < n; i++) {
       for (let j = i + 1; j < n; j++) {
-        let dx = P[i].x - P[j].x, dy = P[i].y - P[j].y;
-        const d2 = Math.max(dx * dx + dy * dy, 1), f = (ideal * ideal) / d2;
-        dx *= f; dy *= f;
-        P[i].vx += dx; P[i].vy += dy; P[j].vx -= dx; P[j].vy -= dy;
+        const dx = P[i].x - P[j].x, dy = P[i].y - P[j].y;
+        const d = Math.max(Math.sqrt(dx * dx + dy * dy), 0.01), f = (k * k) / d / d;
+        D[i].x += dx * f; D[i].y += dy * f; D[j].x -= dx * f; D[j].y -= dy * f;
       }
     }
     for (const [a, b, w] of E) {
-      const dx = P[b].x - P[a].x, dy = P[b].y - P[a].y;
-      const d = Math.sqrt(dx * dx + dy * dy) || 1, f = ((d - ideal) / d) * 0.05 * (0.3 + w);
-      P[a].vx += dx * f; P[a].vy += dy * f; P[b].vx -= dx * f; P[b].vy -= dy * f;
+      const dx = P[a].x - P[b].x, dy = P[a].y - P[b].y;
+      const d = Math.max(Math.sqrt(dx * dx + dy * dy), 0.01), f = (d / k) * (0.4 + w);
+      D[a].x -= dx * f; D[a].y -= dy * f; D[b].x += dx * f; D[b].y += dy * f;
     }
+    const t = (Math.min(W, H) / 8) * (1 - step / steps) + 1;
     for (let i = 0; i < n; i++) {
-      const p = P[i];
-      p.vx += (W / 2 - p.x) * 0.01; p.vy += (H / 2 - p.y) * 0.01; // gravity
-      const v = Math.sqrt(p.vx * p.vx + p.vy * p.vy), cap = 20 * cool + 0.5;
-      if (v > cap) { p.vx *= cap / v; p.vy *= cap / v; }
-      if (nodes[i].hops === 0) { p.x = W / 2; p.y = H / 2; } else { p.x += p.vx; p.y += p.vy; }
-      p.x = Math.min(W - 40, Math.max(40, p.x)); p.y = Math.min(H - 20, Math.max(20, p.y));
-      p.vx *= 0.5; p.vy *= 0.5;
+      if (nodes[i].hops === 0) { P[i].x = W / 2; P[i].y = H / 2; continue; }
+      const g = { x: (W / 2 - P[i].x) * 0.02, y: (H / 2 - P[i].y) * 0.02 }; // gravity
+      const dx = D[i].x + g.x, dy = D[i].y + g.y, d = Math.sqrt(dx * dx + dy * dy) || 1;
+      P[i].x = Math.min(W - 60, Math.max(30, P[i].x + (dx / d) * Math.min(d, t)));
+      P[i].y = Math.min(H - 20, Math.max(20, P[i].y + (dy / d) * Math.min(d, t)));
     }
   }
   return P;
@@ -492,7 +492,7 @@ async function route() {
   document.body.dataset.state = "loading";
   const show = (name, nodes) => {
     if (no !== renderNo) return;
-    view.replaceChildren(...nodes);
+    view.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined));
     document.body.dataset.page = name;
     document.body.dataset.state = "ready";
   };
