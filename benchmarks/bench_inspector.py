@@ -5,9 +5,10 @@
 
 Builds (or reuses, in ``--workdir``) bench_inject's synthetic namespace of ``--size`` memories
 (``inject-N.db``), copies it, adds an update chain ("my city is Pune", then "my city has
-changed to Berlin") and one REM run over a few year-old fragments (stopped once 3 clusters are folded),
-then serves the copy with a real HTTP server and opens every page of the inspector in headless
-Chromium (Playwright, ``executable_path`` = the system's binary; nothing downloaded).
+changed to Berlin") and one REM run over a few year-old fragments (stopped once it has folded
+3 clusters), then serves the copy with a real HTTP server and opens every page of the
+inspector in headless Chromium (Playwright, ``executable_path`` = the system's binary; nothing
+downloaded).
 A page's render time is from the navigation (a hash change; the first page: loading /ui) to its
 content shown (``body[data-state=ready]``), the median of ``--repeat`` visits, each after a
 visit to another page. Prints a markdown table; with ``--screenshots DIR`` also writes
@@ -49,7 +50,9 @@ def prepare(src: Path, dst: Path) -> dict[str, str]:
     for suffix in ("", "-wal", "-shm"):
         if Path(f"{dst}{suffix}").exists():
             Path(f"{dst}{suffix}").unlink()
-    shutil.copyfile(src, dst)
+    for suffix in ("", "-wal"):  # the file and what its WAL still holds (nothing has it open)
+        if Path(f"{src}{suffix}").exists():
+            shutil.copyfile(f"{src}{suffix}", f"{dst}{suffix}")
     with Memory(dst, clock=lambda: NOW) as m:  # the real model embeds the fragments
         pune = m.save("My city is Pune", tags=["home"])
         berlin = m.save("My city has changed to Berlin")

@@ -68,6 +68,7 @@ from remd.errors import (
     first_line,
 )
 from remd.exchange import node_to_dict
+from remd.httpinspect import Inspector, inspector_routes
 from remd.httpmodels import (
     FeedbackIn,
     FeedbackOut,
@@ -79,7 +80,6 @@ from remd.httpmodels import (
     StatsOut,
     error_body,
 )
-from remd.httpinspect import Inspector, inspector_routes
 from remd.httpprotocol import http11
 from remd.logs import get_logger
 from remd.memory import Memory

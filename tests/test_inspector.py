@@ -154,7 +154,7 @@ def test_follow_a_supersession_chain_and_undo_it(tab: Page, served: Served) -> N
     tab.open(f"#/ns/default/m/{served.pune}", "memory")
     assert "superseded" in tab.text("#memory-meta")
     tab.page.click("#superseded-by a")
-    tab.page.wait_for_selector(f"body[data-state=ready] #memory-text:has-text('Berlin')")
+    tab.page.wait_for_selector("body[data-state=ready] #memory-text:has-text('Berlin')")
     assert "My city is Pune" in tab.text("#supersedes")
     assert tab.page.locator("#history li").count() == 2
     tab.page.click("#supersedes a")
