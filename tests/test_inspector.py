@@ -169,6 +169,11 @@ def test_roll_back_a_run_from_the_page(tab: Page, served: Served) -> None:
     tab.open(f"#/ns/default/rem/{served.run_id}", "run")
     before = tab.text("#run-numbers")
     assert "completed" in before
+    tab.page.click("#folds .synthesis a >> nth=0")  # a synthesis lists its sources
+    tab.wait("memory", time.perf_counter())
+    assert tab.page.locator("#sources li").count() > 1
+    tab.page.go_back()
+    tab.page.wait_for_selector("body[data-state=ready][data-page=run] #rollback button")
     tab.page.click("#rollback button.rollback")
     tab.page.wait_for_selector("#action-result[data-state=done]")
     assert "Rolled back" in tab.text("#action-result")

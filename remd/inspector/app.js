@@ -211,16 +211,16 @@ async function memoryPage(ns, id) {
   const sections = [];
   const supersededBy = of("SUPERSEDES", "in"), supersedes = of("SUPERSEDES", "out");
   const sources = of("DERIVED_FROM", "out"), foldedInto = of("DERIVED_FROM", "in");
+  if (m.kind === "synthesis" || sources.length) {
+    sections.push(h("h2", {}, "Sources of this synthesis"),
+      h("ul", { id: "sources" }, sources.map(relCard)));
+  }
   sections.push(h("h2", {}, "Superseded by"), supersededBy.length
     ? h("ul", { id: "superseded-by" }, supersededBy.map(relCard))
     : h("p", { class: "muted", id: "superseded-by" }, "Nothing newer replaces it."));
   sections.push(h("h2", {}, "Supersedes"), supersedes.length
     ? h("ul", { id: "supersedes" }, supersedes.map(relCard))
     : h("p", { class: "muted", id: "supersedes" }, "It replaces nothing."));
-  if (m.kind === "synthesis" || sources.length) {
-    sections.push(h("h2", {}, "Sources of this synthesis"),
-      h("ul", { id: "sources" }, sources.map(relCard)));
-  }
   if (foldedInto.length || m.status === "deprecated") {
     sections.push(h("h2", {}, "Folded into"), h("ul", { id: "folded-into" },
       foldedInto.length ? foldedInto.map(relCard)
