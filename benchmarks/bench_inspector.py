@@ -5,10 +5,10 @@
 
 Builds (or reuses, in ``--workdir``) bench_inject's synthetic namespace of ``--size`` memories
 (``inject-N.db``), copies it, adds an update chain ("my city is Pune", then "my city has
-changed to Berlin") and one REM run over a few year-old fragments (stopped once it has folded
-3 clusters), then serves the copy with a real HTTP server and opens every page of the
-inspector in headless Chromium (Playwright, ``executable_path`` = the system's binary; nothing
-downloaded).
+changed to Berlin") and one REM run over 30 two-year-old fragments (only them: the run flags
+memories older than 760 days; stopped once it has folded 3 clusters), then serves the copy with
+a real HTTP server and opens every page of the inspector in headless Chromium (Playwright,
+``executable_path`` = the system's binary; nothing downloaded).
 A page's render time is from the navigation (a hash change; the first page: loading /ui) to its
 content shown (``body[data-state=ready]``), the median of ``--repeat`` visits, each after a
 visit to another page. Prints a markdown table; with ``--screenshots DIR`` also writes
@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_inject import NOW, build  # noqa: E402
 from remd import Config, Memory  # noqa: E402
+from remd.config import RemConfig  # noqa: E402
 from remd.exchange import iso  # noqa: E402
 from remd.http import HttpServer, create_app  # noqa: E402
 from remd.rem import ClusterOutcome  # noqa: E402
@@ -53,10 +54,13 @@ def prepare(src: Path, dst: Path) -> dict[str, str]:
     for suffix in ("", "-wal"):  # the file and what its WAL still holds (nothing has it open)
         if Path(f"{src}{suffix}").exists():
             shutil.copyfile(f"{src}{suffix}", f"{dst}{suffix}")
-    with Memory(dst, clock=lambda: NOW) as m:  # the real model embeds the fragments
+    # bench_inject's memories are at most 730 days old and the fragments older: a run that
+    # flags only memories older than 760 days takes the fragments, not all 100k.
+    config = Config(rem=RemConfig(min_age_days=760))
+    with Memory(dst, clock=lambda: NOW, config=config) as m:  # the real model embeds them
         pune = m.save("My city is Pune", tags=["home"])
         berlin = m.save("My city has changed to Berlin")
-        m.import_lines([json.dumps({"content": t, "created_at": iso(NOW - (400 + i) * DAY)})
+        m.import_lines([json.dumps({"content": t, "created_at": iso(NOW - (800 + i) * DAY)})
                         for i, t in enumerate(FRAGMENTS)])
         folded, seen = [0], [0]
 
@@ -64,7 +68,7 @@ def prepare(src: Path, dst: Path) -> dict[str, str]:
             seen[0] += 1
             folded[0] += outcome.synthesis_id is not None
 
-        t0 = time.perf_counter()  # the synthetic memories are not denser merged: stop early
+        t0 = time.perf_counter()
         run = m.run_rem(should_stop=lambda: folded[0] >= 3 or seen[0] >= 400, progress=count)
         print(f"REM run {run.run_id}: {run.status.value}, {run.synthesised} clusters folded, "
               f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)

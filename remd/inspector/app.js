@@ -332,13 +332,13 @@ function layout(nodes, edges, W, H) {
     }
     for (const [a, b, w] of E) {
       const dx = P[a].x - P[b].x, dy = P[a].y - P[b].y;
-      const d = Math.max(Math.sqrt(dx * dx + dy * dy), 0.01), f = (d / k) * (0.4 + w);
+      const d = Math.max(Math.sqrt(dx * dx + dy * dy), 0.01), f = (d / k) * (0.15 + 0.35 * w) * Math.min(1, 6 / Math.sqrt(E.length + 1));
       D[a].x -= dx * f; D[a].y -= dy * f; D[b].x += dx * f; D[b].y += dy * f;
     }
     const t = (Math.min(W, H) / 8) * (1 - step / steps) + 1;
     for (let i = 0; i < n; i++) {
       if (nodes[i].hops === 0) { P[i].x = W / 2; P[i].y = H / 2; continue; }
-      const g = { x: (W / 2 - P[i].x) * 0.02, y: (H / 2 - P[i].y) * 0.02 }; // gravity
+      const g = { x: (W / 2 - P[i].x) * 0.01, y: (H / 2 - P[i].y) * 0.01 }; // gravity
       const dx = D[i].x + g.x, dy = D[i].y + g.y, d = Math.sqrt(dx * dx + dy * dy) || 1;
       P[i].x = Math.min(W - 60, Math.max(30, P[i].x + (dx / d) * Math.min(d, t)));
       P[i].y = Math.min(H - 20, Math.max(20, P[i].y + (dy / d) * Math.min(d, t)));
