@@ -88,7 +88,7 @@ class NotDenser(RemdError):
 
 
 class BackupError(RemdError):
-    """A backup cannot be made, or a copy fails its check (remd/backup.py)."""
+    """A backup cannot be made, or a copy fails its check (remd/store/backup.py)."""
 
 
 class DestinationExists(BackupError, FileExistsError):

@@ -28,7 +28,9 @@ from remd.query import inject as _inject
 from remd.query import neighbours as _neighbours
 from remd.query import nodes as _nodes
 from remd.query import stats as _stats
+from remd.query import taggraph as _taggraph
 from remd.query.feedback import FeedbackResult
+from remd.query.namespaces import NamespaceCount, namespace_counts
 from remd.query.nodes import NODE_COLUMNS
 from remd.query.pack import Pack
 from remd.store.sqlite import Store
@@ -46,6 +48,7 @@ from remd.write.tagtools import TagCluster
 
 if TYPE_CHECKING:  # REM modules are imported where used: they are heavy and import models
     from remd.sleep import importance as _importance
+    from remd.sleep import remhistory as _remhistory
     from remd.sleep import remruns as _remruns
     from remd.sleep import rollback as _rollback
     from remd.sleep import triggers as _triggers
@@ -274,6 +277,11 @@ class Memory:
         """Counts for this namespace."""
         return _stats.stats(self.store, self.namespace)
 
+    def namespaces(self, limit: int = 1000) -> list[NamespaceCount]:
+        """The file's namespaces (all of them, not only this one: for an operator's view),
+        by name, with their memory counts. Raises InvalidInput for a bad ``limit``."""
+        return namespace_counts(self.store, limit)
+
     # -- export and import (remd.write.exchange) --------------------------------------------------
     def export_lines(self) -> Iterator[str]:
         """The namespace as JSON lines (see :mod:`remd.write.exchange`)."""
@@ -307,6 +315,17 @@ class Memory:
         """The tags around ``tag`` and the live memories carrying them. Raises NotFound."""
         return _tagtools.memories_by_tag_cluster(self.engine, self.namespace, tag, depth,
                                                  limit=limit)
+
+    def tag_neighbourhood(self, tag: str, *, depth: int = 2,
+                          max_nodes: int = 40) -> _taggraph.TagNeighbourhood:
+        """The tags within ``depth`` hops of ``tag`` and the weighted edges between them, to
+        draw. Raises NotFound for an unknown tag, InvalidInput for bad arguments."""
+        return _taggraph.neighbourhood(self.engine, self.namespace, tag, depth=depth,
+                                       max_nodes=max_nodes)
+
+    def top_tags(self, limit: int = 50) -> list[tuple[str, int]]:
+        """The tags carried by the most memories: (tag, memories). Raises InvalidInput."""
+        return _taggraph.top_tags(self.engine, self.namespace, limit)
 
     def suggest_related_tags(self, tags: Sequence[str], *,
                              limit: int = 10) -> list[tuple[str, float]]:
@@ -374,3 +393,17 @@ class Memory:
         from remd.sleep import rollback as _rb
 
         return _rb.rollback(self.engine, self.namespace, run_id, now=now)
+
+    def rem_runs(self, limit: int = 50) -> list[tuple[_remruns.RemRun, str]]:
+        """The latest REM runs, newest first, each with why it cannot be rolled back ("" when
+        it can). Raises InvalidInput for a bad ``limit``."""
+        from remd.sleep import remhistory as _rh
+
+        return _rh.recent_runs(self.engine, self.namespace, limit)
+
+    def rem_run_folds(self, run_id: str) -> _remhistory.RunFolds:
+        """What a REM run folded into what, with tokens before and after and whether it can
+        still be rolled back. Raises NotFound, InvalidInput."""
+        from remd.sleep import remhistory as _rh
+
+        return _rh.run_folds(self.engine, self.namespace, run_id)

@@ -138,7 +138,8 @@ def test_concurrent_requests_each_get_their_own_connection(api: httpx.Client,
     ("GET", "/v1/memories/unknown", None, 404, "NotFound"),
     ("GET", "/v1/memories/unknown/history", None, 404, "NotFound"),
     ("GET", "/v1/nothing-here", None, 404, "NotFound"),
-    ("DELETE", "/v1/memories/abc", None, 405, "MethodNotAllowed"),
+    ("PUT", "/v1/memories/abc", None, 405, "MethodNotAllowed"),
+    ("DELETE", "/v1/memories/abc", None, 404, "NotFound"),  # forget (the inspector)
 ])
 def test_errors_are_json_with_proper_status_and_store_nothing(
         api: httpx.Client, db_path: Path, method: str, path: str, body: Any, status: int,

@@ -417,5 +417,5 @@ def feedback(c: Ctx, pack_id: str, accept: bool, reject: bool) -> None:
 main.add_command(tags)
 
 
-# -- online backup (remd.cli_backup) ---------------------------------------------------------------
+# -- online backup (remd.cli.backup) ---------------------------------------------------------------
 main.add_command(backup)

@@ -8,6 +8,7 @@ bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
   ``remd inject --json`` (``fill``: pack to the budget, default false: stop at the floor)
 - ``POST /v1/feedback`` ``{"pack_id", "accepted"}``
 - ``GET /v1/memories/{id}``, ``GET /v1/memories/{id}/history``, ``GET /v1/stats``
+- the web inspector's endpoints and its page at ``/ui`` (:mod:`remd.http.inspect`)
 - ``GET /healthz`` (never needs the token): ``{"status": "ok", ...}``, or 503 with the
   error shape below plus ``"status": "unavailable"``
 - ``GET /metrics`` (the token), ``GET /livez`` and ``GET /readyz`` (no token): see
@@ -70,6 +71,7 @@ from remd.errors import (
     first_line,
 )
 from remd.hosting import EngineHost, Throttle
+from remd.http.inspect import Inspector, inspector_routes
 from remd.http.models import (
     FeedbackIn,
     FeedbackOut,
@@ -366,6 +368,7 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
         Route("/v1/feedback", e(api.feedback), methods=["POST"]),
         Route("/v1/stats", e(api.stats), methods=["GET"]),
     ]
+    routes += inspector_routes(Inspector(api._call, api._query_ns, api._body), e)
     # Unknown routes and wrong methods are answered (and counted) like any endpoint.
     app = Starlette(routes=routes, exception_handlers={
         404: _on_error(e(no_route, auth=False)), 405: _on_error(e(method_not_allowed, auth=False))})

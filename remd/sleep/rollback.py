@@ -36,6 +36,19 @@ class RollbackResult:
     held: int = 0  # members held back from later runs (rem.hold_days)
 
 
+def later_runs(conn: Any, ns: str, run_id: str) -> list[str]:
+    """The runs, not rolled back, that built on ``run_id``'s synthesis nodes or edges (its
+    rollback is refused until they are rolled back), sorted."""
+    return sorted({r[0] for r in conn.execute(
+        "SELECT run_id FROM rem_runs WHERE namespace = ? AND run_id != ? "
+        "AND status != ? AND (run_id IN (SELECT retired_by FROM edges "
+        "WHERE namespace = ? AND rem_run = ? AND retired_by IS NOT NULL) "
+        "OR run_id IN (SELECT s.rem_run FROM nodes n JOIN nodes s "
+        "ON s.namespace = n.namespace AND s.id = n.deprecated_by "
+        "WHERE n.namespace = ? AND n.rem_run = ?))",
+        (ns, run_id, RunStatus.ROLLED_BACK.value, ns, run_id, ns, run_id))})
+
+
 def rollback(engine: Engine, namespace: str, run_id: str, *,
              now: float | None = None) -> RollbackResult:
     """Undo a REM run in one transaction, at ``now`` (default: the engine's clock).
@@ -69,14 +82,7 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
         if run.status is RunStatus.RUNNING and lease and lease.get("run_id") == run_id and alive(
                 lease, engine.clock(), engine.config.rem.lease_seconds):
             raise RollbackRefused(f"REM run {run_id} is still running")
-        later = sorted({r[0] for r in conn.execute(
-            "SELECT run_id FROM rem_runs WHERE namespace = ? AND run_id != ? "
-            "AND status != ? AND (run_id IN (SELECT retired_by FROM edges "
-            "WHERE namespace = ? AND rem_run = ? AND retired_by IS NOT NULL) "
-            "OR run_id IN (SELECT s.rem_run FROM nodes n JOIN nodes s "
-            "ON s.namespace = n.namespace AND s.id = n.deprecated_by "
-            "WHERE n.namespace = ? AND n.rem_run = ?))",
-            (ns, run_id, RunStatus.ROLLED_BACK.value, ns, run_id, ns, run_id))})
+        later = later_runs(conn, ns, run_id)
         if later:
             raise RollbackRefused(
                 f"REM run {run_id} cannot be rolled back: later run(s) {', '.join(later)} "
