@@ -37,6 +37,7 @@ from remd.logs import get_logger
 from remd.models import EdgeType
 from remd.store.sqlite import rows_in
 from remd.text.updates import CROWD_BAND, UNALIKE, Verdict, VerdictKind, judge, read
+from remd.write.graph import GraphWriter
 
 log = get_logger("remd.supersede")
 
@@ -202,17 +203,14 @@ def _vetoes(conn: apsw.Connection, ns: str, ids: Sequence[str]) -> set[tuple[str
 
 def _write(conn: apsw.Connection, ns: str, d: Decision, at: float) -> None:
     verdict = d.verdict
+    graph = GraphWriter(conn, ns)
     if verdict.kind is VerdictKind.UPDATE:
-        conn.execute("UPDATE nodes SET status = 'superseded', valid_until = ? "
-                     "WHERE namespace = ? AND id = ? AND status = 'live'", (at, ns, d.older))
+        graph.supersede_live(d.older, at)
         kind = EdgeType.SUPERSEDES
     else:
         kind = EdgeType.CONTRADICTS
-    conn.execute(
-        "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (ns, d.newer, d.older, kind.value, verdict.confidence,
-         f"{verdict.kind.value}: {verdict.reason}", at))
+    graph.add_edge(d.newer, d.older, kind, at, weight=verdict.confidence,
+                   context=f"{verdict.kind.value}: {verdict.reason}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,8 +244,7 @@ def restore(conn: apsw.Connection, ns: str, node_id: str) -> Restored:
     conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? AND eid = ?",
                      [(USER, ns, eid) for eid, _ in edges])
     if status == "superseded":
-        conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
-                     "WHERE namespace = ? AND id = ?", (ns, node_id))
+        GraphWriter(conn, ns).unsupersede(node_id)
     log.info("update.restored", namespace=ns, id=node_id, edges=len(edges))
     return Restored(id=node_id, status_before=status, edges_retired=len(edges),
                     by=tuple(str(src) for _, src in edges))
@@ -282,9 +279,7 @@ def apply_judgement(conn: apsw.Connection, ns: str, newer: str, relations: dict[
             conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? "
                              "AND eid = ?", [(_MODEL, ns, eid) for eid, _ in edges])
             if EdgeType.SUPERSEDES.value in kinds:
-                conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
-                             "WHERE namespace = ? AND id = ? AND status = 'superseded'",
-                             (ns, older))
+                GraphWriter(conn, ns).unsupersede(older, only_superseded=True)
             changed += 1
         log.info("update.llm_decided", namespace=ns, newer=newer, older=older,
                  relation=relation, model=model)
