@@ -1,5 +1,5 @@
 """The one graph writer (remd/write/graph.py): no other module writes a node, its tags, tag
-counts, full-text rows, vectors or status (read from the source), and a save and a synthesis
+counts, edges, full-text rows, vectors or status (read from the source), and a save and a synthesis
 written through it leave the same kinds of rows (real database, both backends)."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ OWNED_SQL = {
     "a node's vectors recorded": (r"\bUPDATE nodes SET embedded\b", ()),
     "tags on a node": (r"\b(?:INSERT INTO|DELETE FROM|UPDATE) node_tags\b", ()),
     "a tag's count": (r"\bSET df\b", ()),
+    "an edge between nodes": (r"\b(?:INSERT INTO|DELETE FROM|UPDATE) edges\b", ()),
     "a full-text row": (r"\b(?:INSERT INTO|DELETE FROM|UPDATE) "
                         r"(?:node_fts|node_terms|node_terms_len|fts_stats)\b",
                         ("index/lexical.py",)),

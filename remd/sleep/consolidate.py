@@ -264,11 +264,8 @@ class ClusterWriter:
             tokens=self.engine.counter.count(content), valid_from=valid_from,
             rem_run=self.run_id))
         self._tags(conn, graph, rid, rids, answer)
-        self._inherit(conn, sid, ids)  # first: the DERIVED_FROM edges below stay as they are
-        conn.executemany(
-            "INSERT INTO edges (namespace, src, dst, type, weight, created_at, rem_run) "
-            "VALUES (?, ?, ?, 'DERIVED_FROM', 1.0, ?, ?)",
-            [(self.ns, sid, m, self.now, self.run_id) for m in ids])
+        self._inherit(conn, graph, sid, ids)  # first: the DERIVED_FROM edges below stay
+        graph.derive(sid, ids, self.now, self.run_id)
         graph.deprecate(rids, sid)
         if cfg.synthesis_vector == "centroid":
             centroid = self.m.vectors[members].astype(np.float64).sum(axis=0)
@@ -350,7 +347,8 @@ class ClusterWriter:
             chosen = sorted(usable, key=rank)[:1]
         graph.tag(rid, [(t, weight[t]) for t in chosen])
 
-    def _inherit(self, conn: apsw.Connection, sid: str, ids: list[str]) -> None:
+    def _inherit(self, conn: apsw.Connection, graph: GraphWriter, sid: str,
+                 ids: list[str]) -> None:
         """Re-point the members' edges to and from outside the cluster onto the synthesis."""
         marks = ",".join("?" * len(ids))
         # A member's own DERIVED_FROM edges (it is an earlier synthesis) stay with it: the new
@@ -369,15 +367,10 @@ class ClusterWriter:
                 key = (row[1], row[2])
                 if key not in best or row[3] > best[key][3]:
                     best[key] = row
-            conn.executemany(
-                "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at, "
-                "rem_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(self.ns, sid if outward else other, other if outward else sid, type_, w, ctx,
-                  created, self.run_id) for (other, type_), (_, _, _, w, ctx, created)
-                 in best.items()])
-            conn.executemany("UPDATE edges SET live = 0, retired_by = ? "
-                             "WHERE namespace = ? AND eid = ?",
-                             [(self.run_id, self.ns, row[0]) for row in rows])
+            graph.copy_edges(
+                [(sid if outward else other, other if outward else sid, type_, w, ctx, created)
+                 for (other, type_), (_, _, _, w, ctx, created) in best.items()], self.run_id)
+            graph.retire_edges([row[0] for row in rows], self.run_id)
 
 
 def _taggable(name: str, is_name: bool) -> bool:

@@ -99,10 +99,8 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
                              (ns, run_id)).fetchall()
         for rid, content in synth:
             graph.remove_node(int(str(rid)), str(content))
-        removed = conn.execute("DELETE FROM edges WHERE namespace = ? AND rem_run = ? "
-                               "RETURNING eid", (ns, run_id)).fetchall()
-        back = conn.execute("UPDATE edges SET live = 1, retired_by = NULL WHERE namespace = ? "
-                            "AND retired_by = ? RETURNING eid", (ns, run_id)).fetchall()
+        removed = graph.drop_run_edges(run_id)
+        back = graph.revive_edges(run_id)
         conn.execute("UPDATE rem_runs SET status = ? WHERE namespace = ? AND run_id = ?",
                      (RunStatus.ROLLED_BACK.value, ns, run_id))
         if lease and lease.get("run_id") == run_id:

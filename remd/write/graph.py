@@ -2,7 +2,8 @@
 status.
 
 Every statement that inserts or deletes a node, tags or untags one, moves a tag's count, writes
-or removes a node's full-text row or vectors, or changes a node's status is a method of
+or retires an edge between nodes, writes or removes a node's full-text row or vectors, or
+changes a node's status is a method of
 :class:`GraphWriter`; save (:mod:`remd.write.ingest`), update detection
 (:mod:`remd.write.supersede`), the embedding backlog, the tag tools, forget, consolidation
 (:mod:`remd.sleep.consolidate`) and rollback (:mod:`remd.sleep.rollback`) call it. A memory and a
@@ -191,6 +192,40 @@ class GraphWriter:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (self.ns, src, dst, type_.value, weight, context, at),
         )
+
+    def derive(self, sid: str, ids: Sequence[str], at: float, run: str) -> None:
+        """The synthesis ``sid`` of REM run ``run`` DERIVED_FROM each of ``ids``."""
+        self.conn.executemany(
+            "INSERT INTO edges (namespace, src, dst, type, weight, created_at, rem_run) "
+            "VALUES (?, ?, ?, 'DERIVED_FROM', 1.0, ?, ?)",
+            [(self.ns, sid, m, at, run) for m in ids])
+
+    def copy_edges(self, rows: Sequence[tuple[str, str, str, float, str | None, float]],
+                   run: str) -> None:
+        """Insert edges ``(src, dst, type, weight, context, created_at)`` written by REM run
+        ``run`` (members' edges re-pointed to their synthesis)."""
+        self.conn.executemany(
+            "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at, "
+            "rem_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(self.ns, src, dst, type_, w, ctx, created, run)
+             for src, dst, type_, w, ctx, created in rows])
+
+    def retire_edges(self, eids: Sequence[Any], by: str) -> None:
+        """The edges ``eids`` are no longer live, retired by ``by`` (a REM run, the user, the
+        model): kept, so what retired them can be undone."""
+        self.conn.executemany("UPDATE edges SET live = 0, retired_by = ? "
+                              "WHERE namespace = ? AND eid = ?", [(by, self.ns, e) for e in eids])
+
+    def drop_run_edges(self, run: str) -> list[Any]:
+        """Delete the edges REM run ``run`` inserted; returns their rows (eid)."""
+        return list(self.conn.execute("DELETE FROM edges WHERE namespace = ? AND rem_run = ? "
+                                      "RETURNING eid", (self.ns, run)).fetchall())
+
+    def revive_edges(self, run: str) -> list[Any]:
+        """Make live again the edges REM run ``run`` retired; returns their rows (eid)."""
+        return list(self.conn.execute("UPDATE edges SET live = 1, retired_by = NULL "
+                                      "WHERE namespace = ? AND retired_by = ? RETURNING eid",
+                                      (self.ns, run)).fetchall())
 
     # -- status -----------------------------------------------------------------------------------
     def supersede(self, node_id: str, at: float) -> None:
