@@ -9,6 +9,7 @@ from typing import Any
 from remd.errors import InvalidInput, NotFound
 from remd.models import Node, NodeKind, NodeStatus
 from remd.store.sqlite import Store, rows_in
+from remd.write.graph import GraphWriter
 
 NODE_COLUMNS = (
     "rid, id, namespace, kind, content, source, status, created_at, last_access, "
@@ -81,8 +82,7 @@ def forget(store: Store, namespace: str, node_id: str) -> None:
     Raises NotFound, InvalidInput."""
     rid = rid_of(store, namespace, node_id)
     with store.transaction() as conn:
-        conn.execute("UPDATE nodes SET status = 'forgotten' WHERE namespace = ? AND rid = ?",
-                     (namespace, rid))
+        GraphWriter(conn, namespace).forget(rid)
 
 
 def recent(store: Store, namespace: str, n: int = 10, *,

@@ -27,8 +27,6 @@ import numpy.typing as npt
 
 from remd.errors import InvalidInput, LLMError, NotDenser
 from remd.ids import new_id
-from remd.index.lexical import index_text
-from remd.index.vectors import write_vectors
 from remd.logs import get_logger
 from remd.sleep import holds
 from remd.sleep.cluster import Cluster, specific_cap
@@ -38,6 +36,7 @@ from remd.sleep.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
 from remd.text.details import missing
 from remd.text.tagging import extract_entities, is_verb_form, normalise_tag
 from remd.text.words import STOP_WORDS
+from remd.write.graph import GraphWriter, NodeRow, mark_embedded
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -257,36 +256,29 @@ class ClusterWriter:
         last_access = max(created, max(float(r[7]) for r in rows))
         valid_from = min(float(r[6] if r[8] is None else r[8]) for r in rows)
         sid = new_id()
-        row: Any = conn.execute(
-            "INSERT INTO nodes (id, namespace, kind, content, source, status, created_at, "
-            "last_access, access_count, confidence, importance, tokens, valid_from, rem_run) "
-            "VALUES (?, ?, 'synthesis', ?, ?, 'live', ?, ?, 0, ?, ?, ?, ?, ?) RETURNING rid",
-            (sid, self.ns, content, f"rem:{self.run_id}", created, last_access, confidence,
-             importance, self.engine.counter.count(content), valid_from,
-             self.run_id)).fetchone()
-        rid = int(row[0])
-        index_text(conn, rid, self.ns, content)
-        self._tags(conn, rid, rids, answer)
-        self._inherit(conn, sid, ids)  # first: the DERIVED_FROM edges below stay as they are
-        conn.executemany(
-            "INSERT INTO edges (namespace, src, dst, type, weight, created_at, rem_run) "
-            "VALUES (?, ?, ?, 'DERIVED_FROM', 1.0, ?, ?)",
-            [(self.ns, sid, m, self.now, self.run_id) for m in ids])
-        conn.executemany("UPDATE nodes SET status = 'deprecated', deprecated_by = ? "
-                         "WHERE namespace = ? AND rid = ?", [(sid, self.ns, r) for r in rids])
+        graph = GraphWriter(conn, self.ns)
+        rid = graph.insert_node(NodeRow(
+            id=sid, kind="synthesis", content=content, source=f"rem:{self.run_id}",
+            status="live", created_at=created, last_access=last_access, access_count=0,
+            confidence=confidence, importance=importance,
+            tokens=self.engine.counter.count(content), valid_from=valid_from,
+            rem_run=self.run_id))
+        self._tags(conn, graph, rid, rids, answer)
+        self._inherit(conn, graph, sid, ids)  # first: the DERIVED_FROM edges below stay
+        graph.derive(sid, ids, self.now, self.run_id)
+        graph.deprecate(rids, sid)
         if cfg.synthesis_vector == "centroid":
             centroid = self.m.vectors[members].astype(np.float64).sum(axis=0)
             norm = float(np.linalg.norm(centroid))
             if norm > 0:
                 vec = (centroid / norm).astype(np.float32)
-                write_vectors(conn, self.ns, [rid], vec)
-                conn.execute("UPDATE nodes SET embedded = 1 WHERE namespace = ? AND rid = ?",
-                             (self.ns, rid))
+                graph.write_vector(rid, vec)
+                mark_embedded(conn, [(self.ns, rid)])
                 return sid
         self.synthesis_rids.append(rid)  # embedded from its text after the run
         return sid
 
-    def _tags(self, conn: apsw.Connection, rid: int, members: list[int],
+    def _tags(self, conn: apsw.Connection, graph: GraphWriter, rid: int, members: list[int],
               answer: SynthesisAnswer) -> None:
         """Tag the synthesis with what its members are about: names, then specific nouns.
 
@@ -353,12 +345,10 @@ class ClusterWriter:
         chosen = (shared_names + nouns + lone_names)[:self.engine.config.rem.synthesis_max_tags]
         if not chosen:
             chosen = sorted(usable, key=rank)[:1]
-        conn.executemany("INSERT INTO node_tags (namespace, tid, rid, weight) "
-                         "VALUES (?, ?, ?, ?)", [(self.ns, t, rid, weight[t]) for t in chosen])
-        conn.executemany("UPDATE tags SET df = df + 1 WHERE namespace = ? AND tid = ?",
-                         [(self.ns, t) for t in chosen])
+        graph.tag(rid, [(t, weight[t]) for t in chosen])
 
-    def _inherit(self, conn: apsw.Connection, sid: str, ids: list[str]) -> None:
+    def _inherit(self, conn: apsw.Connection, graph: GraphWriter, sid: str,
+                 ids: list[str]) -> None:
         """Re-point the members' edges to and from outside the cluster onto the synthesis."""
         marks = ",".join("?" * len(ids))
         # A member's own DERIVED_FROM edges (it is an earlier synthesis) stay with it: the new
@@ -377,15 +367,10 @@ class ClusterWriter:
                 key = (row[1], row[2])
                 if key not in best or row[3] > best[key][3]:
                     best[key] = row
-            conn.executemany(
-                "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at, "
-                "rem_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(self.ns, sid if outward else other, other if outward else sid, type_, w, ctx,
-                  created, self.run_id) for (other, type_), (_, _, _, w, ctx, created)
-                 in best.items()])
-            conn.executemany("UPDATE edges SET live = 0, retired_by = ? "
-                             "WHERE namespace = ? AND eid = ?",
-                             [(self.run_id, self.ns, row[0]) for row in rows])
+            graph.copy_edges(
+                [(sid if outward else other, other if outward else sid, type_, w, ctx, created)
+                 for (other, type_), (_, _, _, w, ctx, created) in best.items()], self.run_id)
+            graph.retire_edges([row[0] for row in rows], self.run_id)
 
 
 def _taggable(name: str, is_name: bool) -> bool:

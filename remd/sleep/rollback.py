@@ -14,11 +14,11 @@ import numpy as np
 
 from remd.checks import check_namespace
 from remd.errors import InvalidInput, RollbackRefused
-from remd.index.lexical import unindex_text
 from remd.logs import get_logger
 from remd.sleep import holds
 from remd.sleep.leases import alive, lease_key, read_lease
 from remd.sleep.remruns import RunStatus, get_run
+from remd.write.graph import GraphWriter
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -87,6 +87,7 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
             raise RollbackRefused(
                 f"REM run {run_id} cannot be rolled back: later run(s) {', '.join(later)} "
                 "built on it; roll those back first")
+        graph = GraphWriter(conn, ns)
         restored = 0
         member_ids: list[str] = []
         committed: list[Any] = conn.execute(
@@ -94,10 +95,7 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
             "AND status = 'committed' ORDER BY cluster_no DESC", (ns, run_id)).fetchall()
         for (members,) in committed:
             for m in json.loads(members):
-                conn.execute(
-                    "UPDATE nodes SET status = ?, importance = ?, deprecated_by = ? "
-                    "WHERE id = ? AND namespace = ?",
-                    (m["status"], m["importance"], m["deprecated_by"], m["id"], ns))
+                graph.restore(m["id"], m["status"], m["importance"], m["deprecated_by"])
                 member_ids.append(m["id"])
                 restored += 1
         # Held as restored, so the fingerprint is the one they had before the run.
@@ -106,16 +104,9 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
         synth = conn.execute("SELECT rid, content FROM nodes WHERE namespace = ? AND rem_run = ?",
                              (ns, run_id)).fetchall()
         for rid, content in synth:
-            conn.execute("UPDATE tags SET df = max(df - 1, 0) WHERE namespace = ? AND tid IN "
-                         "(SELECT tid FROM node_tags WHERE namespace = ? AND rid = ?)",
-                         (ns, ns, rid))
-            unindex_text(conn, int(str(rid)), ns, str(content))
-            for table in ("node_tags", "node_vec_bit", "sentence_vec", "access_log", "nodes"):
-                conn.execute(f"DELETE FROM {table} WHERE namespace = ? AND rid = ?", (ns, rid))
-        removed = conn.execute("DELETE FROM edges WHERE namespace = ? AND rem_run = ? "
-                               "RETURNING eid", (ns, run_id)).fetchall()
-        back = conn.execute("UPDATE edges SET live = 1, retired_by = NULL WHERE namespace = ? "
-                            "AND retired_by = ? RETURNING eid", (ns, run_id)).fetchall()
+            graph.remove_node(int(str(rid)), str(content))
+        removed = graph.drop_run_edges(run_id)
+        back = graph.revive_edges(run_id)
         conn.execute("UPDATE rem_runs SET status = ? WHERE namespace = ? AND run_id = ?",
                      (RunStatus.ROLLED_BACK.value, ns, run_id))
         if lease and lease.get("run_id") == run_id:

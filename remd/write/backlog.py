@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from remd.index.vectors import BitIndex, write_sentence_vectors, write_vectors
+from remd.index.vectors import BitIndex
 from remd.logs import get_logger
 from remd.store.sqlite import rows_in
 from remd.text.embed import EmbedError
 from remd.text.words import sentence_pieces
+from remd.write.graph import GraphWriter, mark_embedded
 from remd.write.supersede import Fresh, judge_pending
 
 if TYPE_CHECKING:
@@ -89,12 +90,10 @@ def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] 
         with store.transaction() as conn:
             at = len(rows)
             for (rid, ns, *_), vec, mine in zip(rows, vectors[:len(rows)], pieces, strict=True):
-                write_vectors(conn, ns, [rid], vec)
-                if mine:
-                    write_sentence_vectors(conn, ns, rid, vectors[at:at + len(mine)])
-                    at += len(mine)
-            conn.executemany("UPDATE nodes SET embedded = 1 WHERE namespace = ? AND rid = ?",
-                             [(r[1], r[0]) for r in rows])
+                GraphWriter(conn, ns).write_vector(
+                    rid, vec, vectors[at:at + len(mine)] if mine else None)
+                at += len(mine)
+            mark_embedded(conn, [(r[1], r[0]) for r in rows])
             for ns, items in fresh.items():
                 judge_pending(conn, ns, items, engine.clock(), bits=bits[ns])
         done += len(rows)

@@ -2,7 +2,8 @@
 
 Everything here runs inside a transaction the caller opened (:mod:`remd.write.saves` opens one per
 save, or per batch of a bulk save), so each is atomic: the node, its FTS row, its tags, tag
-co-occurrence edges, fact supersession and typed links commit together or not at all.
+co-occurrence edges, fact supersession and typed links commit together or not at all. The rows
+themselves are written by the graph writer (:mod:`remd.write.graph`).
 """
 
 from __future__ import annotations
@@ -13,18 +14,16 @@ import apsw
 
 from remd.config import Config
 from remd.ids import new_id
-from remd.index.lexical import index_text
 from remd.models import EdgeType, NodeKind, NodeStatus
 from remd.text.facts import parse_facts
 from remd.text.links import parse_links
 from remd.text.tagging import extract_tags
 from remd.text.tokens import TokenCounter
 from remd.text.updates import fact_changes
+from remd.write.graph import GraphWriter, NodeRow
 
 CONFIRM_STEP = 0.1  # confidence gained when a fact is restated with the same value
 CONTRADICT_STEP = 0.15  # confidence lost by the target of a CONTRADICTS link
-NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
-COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
 
 
 @dataclass(kw_only=True)
@@ -69,7 +68,7 @@ class Writer:
         self.ns = namespace
         self.config = config
         self.counter = counter
-        self._tids: dict[str, int] = {}
+        self.graph = GraphWriter(conn, namespace)
         self.created: list[int] = []  # rids of the nodes this writer inserted
 
     def _known(self, names: list[str]) -> set[str]:
@@ -81,19 +80,6 @@ class Writer:
             (self.ns, *names),
         ).fetchall()
         return {str(r[0]) for r in rows}
-
-    def _tag_id(self, name: str, now: float) -> int:
-        tid = self._tids.get(name)
-        if tid is None:
-            row = self.conn.execute(
-                "INSERT INTO tags (namespace, name, df, created_at) VALUES (?, ?, 0, ?) "
-                "ON CONFLICT (namespace, name) DO UPDATE SET df = tags.df RETURNING tid",
-                (self.ns, name, now),
-            ).fetchone()
-            assert row is not None
-            tid = int(row[0])
-            self._tids[name] = tid
-        return tid
 
     def write(self, draft: Draft, now: float, tokens: int | None = None) -> tuple[int, str]:
         """Insert one node with everything derived from it; returns (rid, id)."""
@@ -144,30 +130,20 @@ class Writer:
 
         status = draft.status or NodeStatus.LIVE
         n_tokens = tokens if tokens is not None else self.counter.count(draft.content)
-        row = conn.execute(
-            "INSERT INTO nodes (id, namespace, kind, content, source, status, created_at, "
-            "last_access, access_count, confidence, importance, tokens, valid_from, "
-            "valid_until, deprecated_by, fact_key, fact_value, judged) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
-            (node_id, self.ns, kind.value, draft.content, draft.source, status.value, created,
-             draft.last_access if draft.last_access is not None else created,
-             draft.access_count, confidence,
-             draft.importance if draft.importance is not None else 0.5,
-             n_tokens, valid_from, draft.valid_until, draft.deprecated_by,
-             fact_key, fact_value, 0 if draft.status is None and draft.kind is None else 1),
-        ).fetchone()
-        assert row is not None
-        rid = int(row[0])
+        rid = self.graph.insert_node(NodeRow(
+            id=node_id, kind=kind.value, content=draft.content, source=draft.source,
+            status=status.value, created_at=created,
+            last_access=draft.last_access if draft.last_access is not None else created,
+            access_count=draft.access_count, confidence=confidence,
+            importance=draft.importance if draft.importance is not None else 0.5,
+            tokens=n_tokens, valid_from=valid_from, valid_until=draft.valid_until,
+            deprecated_by=draft.deprecated_by, fact_key=fact_key, fact_value=fact_value,
+            judged=0 if draft.status is None and draft.kind is None else 1))
         self.created.append(rid)
-        index_text(conn, rid, self.ns, draft.content)
 
         self._write_tags(rid, draft, now)
         for old_id, at in superseded:
-            conn.execute(
-                "UPDATE nodes SET status = 'superseded', valid_until = ? "
-                "WHERE namespace = ? AND id = ?",
-                (at, self.ns, old_id),
-            )
+            self.graph.supersede(old_id, at)
             self.add_edge(node_id, old_id, EdgeType.SUPERSEDES, created, context=fact_key)
         if draft.status is None:
             self._write_links(node_id, draft.content, created)
@@ -181,7 +157,7 @@ class Writer:
                                              max_tags=cfg.max_tags, min_tags=cfg.min_tags):
                 weights.setdefault(name, weight)
         if weights:
-            self._link(rid, weights, now, [])
+            self.graph.tag_with(rid, weights, now, [])
 
     def retag(self, rid: int, keep: set[str], weights: dict[str, float], now: float) -> bool:
         """Replace a memory's tags, except those named in ``keep`` (the ones its saver gave),
@@ -200,48 +176,15 @@ class Writer:
         wanted = {name: w for name, w in weights.items() if name not in keep}
         drop = [tid for name, tid in current.items() if name not in keep and name not in wanted]
         if drop:
-            stay = [tid for tid in current.values() if tid not in drop]
-            conn.executemany("DELETE FROM node_tags WHERE namespace = ? AND rid = ? AND tid = ?",
-                             [(ns, rid, tid) for tid in drop])
-            conn.executemany("UPDATE tags SET df = max(df - 1, 0) WHERE namespace = ? AND tid = ?",
-                             [(ns, tid) for tid in drop])
-            gone = [(a, b) for a in drop for b in current.values() if a != b]
-            gone += [(b, a) for a in drop for b in stay]
-            pairs = [(ns, a, b) for a, b in gone]
-            conn.executemany("UPDATE tag_edges SET count = count - 1 "
-                             "WHERE namespace = ? AND src = ? AND dst = ?", pairs)
-            conn.executemany("DELETE FROM tag_edges "
-                             "WHERE namespace = ? AND src = ? AND dst = ? AND count <= 0", pairs)
+            self.graph.untag(rid, drop, list(current.values()))
         for name, w in wanted.items():
             if name in current:
-                conn.execute("UPDATE node_tags SET weight = ? "
-                             "WHERE namespace = ? AND rid = ? AND tid = ?",
-                             (w, ns, rid, current[name]))
+                self.graph.reweigh(rid, current[name], w)
         fresh = {name: w for name, w in wanted.items() if name not in current}
         if fresh:
-            self._link(rid, fresh, now, [tid for tid in current.values() if tid not in drop])
+            self.graph.tag_with(rid, fresh, now,
+                                [tid for tid in current.values() if tid not in drop])
         return True
-
-    def _link(self, rid: int, weights: dict[str, float], now: float, others: list[int]) -> None:
-        """Tag ``rid`` with ``weights`` (new to it) beside the tags ``others`` it keeps."""
-        tids = [(self._tag_id(name, now), w) for name, w in weights.items()]
-        self.conn.executemany(
-            "INSERT INTO node_tags (namespace, tid, rid, weight) VALUES (?, ?, ?, ?)",
-            [(self.ns, tid, rid, w) for tid, w in tids],
-        )
-        self.conn.executemany(
-            "UPDATE tags SET df = df + 1 WHERE namespace = ? AND tid = ?",
-            [(self.ns, tid) for tid, _ in tids]
-        )
-        pairs = [(a, b) for a, _ in tids for b, _ in tids if a != b]
-        pairs += [p for a, _ in tids for b in others for p in ((a, b), (b, a))]
-        if pairs:
-            self.conn.executemany(
-                "INSERT INTO tag_edges (namespace, src, dst, count, weight) VALUES (?, ?, ?, 1, ?) "
-                "ON CONFLICT (src, dst) DO UPDATE SET count = tag_edges.count + 1, "
-                "weight = tag_edges.weight + (1.0 - tag_edges.weight) * ?",
-                [(self.ns, a, b, NEW_EDGE_WEIGHT, COOCCUR_STEP) for a, b in pairs],
-            )
 
     def _write_links(self, node_id: str, content: str, at: float) -> None:
         for link in parse_links(content):
@@ -249,11 +192,7 @@ class Writer:
                 continue
             self.add_edge(node_id, link.target, link.type, at, context=link.context)
             if link.type is EdgeType.SUPERSEDES:
-                self.conn.execute(
-                    "UPDATE nodes SET status = 'superseded', valid_until = ? "
-                    "WHERE id = ? AND namespace = ? AND status = 'live'",
-                    (at, link.target, self.ns),
-                )
+                self.graph.supersede_linked(link.target, at)
             elif link.type is EdgeType.CONTRADICTS:
                 self.conn.execute(
                     "UPDATE nodes SET confidence = max(0.0, confidence - ?) "
@@ -263,8 +202,4 @@ class Writer:
 
     def add_edge(self, src: str, dst: str, type_: EdgeType, at: float, *,
                  weight: float = 1.0, context: str | None = None) -> None:
-        self.conn.execute(
-            "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (self.ns, src, dst, type_.value, weight, context, at),
-        )
+        self.graph.add_edge(src, dst, type_, at, weight=weight, context=context)

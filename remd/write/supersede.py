@@ -37,6 +37,7 @@ from remd.logs import get_logger
 from remd.models import EdgeType
 from remd.store.sqlite import rows_in
 from remd.text.updates import CROWD_BAND, UNALIKE, Verdict, VerdictKind, judge, read
+from remd.write.graph import GraphWriter
 
 log = get_logger("remd.supersede")
 
@@ -202,17 +203,14 @@ def _vetoes(conn: apsw.Connection, ns: str, ids: Sequence[str]) -> set[tuple[str
 
 def _write(conn: apsw.Connection, ns: str, d: Decision, at: float) -> None:
     verdict = d.verdict
+    graph = GraphWriter(conn, ns)
     if verdict.kind is VerdictKind.UPDATE:
-        conn.execute("UPDATE nodes SET status = 'superseded', valid_until = ? "
-                     "WHERE namespace = ? AND id = ? AND status = 'live'", (at, ns, d.older))
+        graph.supersede_live(d.older, at)
         kind = EdgeType.SUPERSEDES
     else:
         kind = EdgeType.CONTRADICTS
-    conn.execute(
-        "INSERT INTO edges (namespace, src, dst, type, weight, context, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (ns, d.newer, d.older, kind.value, verdict.confidence,
-         f"{verdict.kind.value}: {verdict.reason}", at))
+    graph.add_edge(d.newer, d.older, kind, at, weight=verdict.confidence,
+                   context=f"{verdict.kind.value}: {verdict.reason}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,11 +241,10 @@ def restore(conn: apsw.Connection, ns: str, node_id: str) -> Restored:
         f"AND type IN ({','.join('?' * len(DECIDED))})", (ns, node_id, *DECIDED)).fetchall()
     if not edges and status == "live":
         raise InvalidInput(f"memory {node_id} is live and nothing says it was updated")
-    conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? AND eid = ?",
-                     [(USER, ns, eid) for eid, _ in edges])
+    graph = GraphWriter(conn, ns)
+    graph.retire_edges([eid for eid, _ in edges], USER)
     if status == "superseded":
-        conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
-                     "WHERE namespace = ? AND id = ?", (ns, node_id))
+        graph.unsupersede(node_id)
     log.info("update.restored", namespace=ns, id=node_id, edges=len(edges))
     return Restored(id=node_id, status_before=status, edges_retired=len(edges),
                     by=tuple(str(src) for _, src in edges))
@@ -263,6 +260,7 @@ def apply_judgement(conn: apsw.Connection, ns: str, newer: str, relations: dict[
     "add" and "same" undo an offline decision about it. Pairs the user decided stay as the
     user left them. Returns how many pairs changed."""
     vetoed = _vetoes(conn, ns, [newer])
+    graph = GraphWriter(conn, ns)
     changed = 0
     for older, relation in relations.items():
         if (newer, older) in vetoed:
@@ -273,18 +271,14 @@ def apply_judgement(conn: apsw.Connection, ns: str, newer: str, relations: dict[
             (ns, newer, older, *DECIDED)).fetchall()
         kinds = {str(t) for _, t in edges}
         if relation == "update" and EdgeType.SUPERSEDES.value not in kinds:
-            conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? "
-                             "AND eid = ?", [(_MODEL, ns, eid) for eid, _ in edges])
+            graph.retire_edges([eid for eid, _ in edges], _MODEL)
             _write(conn, ns, Decision(newer=newer, older=older, verdict=Verdict(
                 VerdictKind.UPDATE, 1.0, f"the model ({model}) judged it an update")), at)
             changed += 1
         elif relation in ("add", "same") and edges:
-            conn.executemany("UPDATE edges SET live = 0, retired_by = ? WHERE namespace = ? "
-                             "AND eid = ?", [(_MODEL, ns, eid) for eid, _ in edges])
+            graph.retire_edges([eid for eid, _ in edges], _MODEL)
             if EdgeType.SUPERSEDES.value in kinds:
-                conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
-                             "WHERE namespace = ? AND id = ? AND status = 'superseded'",
-                             (ns, older))
+                graph.unsupersede(older, only_superseded=True)
             changed += 1
         log.info("update.llm_decided", namespace=ns, newer=newer, older=older,
                  relation=relation, model=model)

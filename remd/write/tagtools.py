@@ -20,6 +20,7 @@ from remd.errors import Conflict, InvalidInput, NotFound, quote
 from remd.models import MAX_SQL_INTEGER, Node
 from remd.query.nodes import NODE_COLUMNS, from_rows
 from remd.text.tagging import normalise_tag
+from remd.write.graph import GraphWriter
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -43,12 +44,7 @@ def _need(conn: apsw.Connection, namespace: str, raw: str) -> tuple[int, str]:
 
 
 def _ensure(conn: apsw.Connection, namespace: str, name: str, now: float) -> int:
-    row = conn.execute(
-        "INSERT INTO tags (namespace, name, df, created_at) VALUES (?, ?, 0, ?) "
-        "ON CONFLICT (namespace, name) DO UPDATE SET df = tags.df RETURNING tid",
-        (namespace, name, now)).fetchone()
-    assert row is not None
-    return int(row[0])
+    return GraphWriter(conn, namespace).tag_id(name, now)
 
 
 def _walk(conn: apsw.Connection, ns: str, start: int, sql: str) -> list[int]:
@@ -278,11 +274,8 @@ def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
         d, d_name = _need(conn, ns, dst)
         if s == d:
             raise Conflict(f"cannot merge tag {quote(s_name)} into itself")
-        conn.execute(
-            "INSERT INTO node_tags (namespace, tid, rid, weight) SELECT namespace, ?, rid, weight "
-            "FROM node_tags WHERE namespace = ? AND tid = ? ON CONFLICT (tid, rid) DO UPDATE SET "
-            "weight = max(node_tags.weight, excluded.weight)", (d, ns, s))
-        conn.execute("DELETE FROM node_tags WHERE namespace = ? AND tid = ?", (ns, s))
+        graph = GraphWriter(conn, ns)
+        graph.move_tag(s, d)
         # Re-point src's edges to dst in both directions; an edge dst already has is combined.
         conn.execute(
             "INSERT INTO tag_edges (namespace, src, dst, count, weight) "
@@ -310,9 +303,7 @@ def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
         if _in_cycle(conn, ns, d):
             raise Conflict(f"merging {quote(s_name)} into {quote(d_name)} would make the "
                            "IS_SUBTYPE_OF hierarchy cyclic")
-        conn.execute("UPDATE tags SET df = (SELECT count(*) FROM node_tags "
-                     "WHERE namespace = ? AND tid = ?) WHERE namespace = ? AND tid = ?",
-                     (ns, d, ns, d))
+        graph.recount(d)
         conn.execute("DELETE FROM tags WHERE namespace = ? AND tid = ?", (ns, s))
     return d_name
 
