@@ -30,7 +30,7 @@ from remd.query import stats as _stats
 from remd.query.feedback import FeedbackResult
 from remd.query.nodes import NODE_COLUMNS
 from remd.query.pack import Pack
-from remd.store.sqlite import Store
+from remd.store.seam import Store
 from remd.text.embed import Embedder, Vectors
 from remd.text.tokens import TokenCounter
 from remd.write import backlog as _backlog

@@ -8,7 +8,8 @@ from typing import Any
 
 from remd.errors import InvalidInput, NotFound
 from remd.models import Node, NodeKind, NodeStatus
-from remd.store.sqlite import Store, rows_in
+from remd.store.seam import Store
+from remd.store.sqlite import rows_in
 
 NODE_COLUMNS = (
     "rid, id, namespace, kind, content, source, status, created_at, last_access, "

@@ -29,17 +29,17 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
 from remd.errors import PoolExhausted, SchemaVersionError, StoreError
 from remd.logs import get_logger
+from remd.store import pgsearch
 from remd.store import sqlite as store
 from remd.store.pgconnect import reach, redact
 from remd.store.pgconnection import PgConnection, wrap
 
 if TYPE_CHECKING:
-    import apsw
     import psycopg
 
 log = get_logger("remd.pgstore")
@@ -148,14 +148,14 @@ class PgStore:
 
     # -- the pool -----------------------------------------------------------------------
     @property
-    def conn(self) -> apsw.Connection:
-        held = getattr(self._local, "conn", None)
+    def conn(self) -> PgConnection:
+        held: PgConnection | None = getattr(self._local, "conn", None)
         if held is None:
             raise StoreError("no connection is held by this thread (use Store.connection())")
-        return cast("apsw.Connection", held)
+        return held
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[apsw.Connection]:
+    def connection(self) -> Iterator[PgConnection]:
         """A connection leased to this thread for the block (the held one when nested).
         Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
         import psycopg
@@ -163,7 +163,7 @@ class PgStore:
 
         held: PgConnection | None = getattr(self._local, "conn", None)
         if held is not None:
-            yield cast("apsw.Connection", held)
+            yield held
             return
         if self._closed:
             raise StoreError(f"database {redact(self.path)!r} is closed")
@@ -180,7 +180,7 @@ class PgStore:
         conn = PgConnection(raw, self.path)
         self._local.conn, self._local.depth = conn, 0
         try:
-            yield cast("apsw.Connection", conn)
+            yield conn
         finally:
             self._local.conn = None
             if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
@@ -190,19 +190,18 @@ class PgStore:
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[apsw.Connection]:
+    def transaction(self) -> Iterator[PgConnection]:
         """BEGIN + the write lock ... COMMIT; a SAVEPOINT when nested; rollback on error."""
-        with self.connection() as held:
-            conn = cast(PgConnection, held)
+        with self.connection() as conn:
             local = self._local
             if local.depth:
-                with store.savepoint(held, local, f"remd_sp{next(self._savepoints)}"):
-                    yield held
+                with store.savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
+                    yield conn
                 return
             local.depth = 1
             try:
                 conn.script("; ".join(_BEGIN))  # one round trip
-                yield held
+                yield conn
             except BaseException:
                 _rollback(conn)
                 raise
@@ -224,8 +223,7 @@ class PgStore:
                 for sql, params in statements:
                     held.execute(sql, params)
             return
-        with self.connection() as held:
-            conn = cast(PgConnection, held)
+        with self.connection() as conn:
             self._local.depth = 1
             try:
                 conn.pipelined([*((sql, ()) for sql in _BEGIN), *statements,
@@ -249,20 +247,24 @@ class PgStore:
         row = self.one(sql, params)
         return None if row is None else row[0]
 
+    def exact_scan(self, namespace: str, query: Any, k: int) -> list[tuple[int, float]]:
+        """(rid, cosine distance) of the k nearest of every stored vector of the namespace,
+        nearest first: compared in process (remd/store/pgsearch.py: no vector functions)."""
+        return pgsearch.exact_scan(self, namespace, query, k)
+
     @contextlib.contextmanager
-    def snapshot(self) -> Iterator[apsw.Connection]:
+    def snapshot(self) -> Iterator[PgConnection]:
         """A REPEATABLE READ transaction: several reads that see one state."""
-        with self.connection() as held:
-            conn = cast(PgConnection, held)
+        with self.connection() as conn:
             local = self._local
             if local.depth:
-                yield held
+                yield conn
                 return
             conn.pending = "BEGIN ISOLATION LEVEL REPEATABLE READ"
             local.depth = 1
             conn.memo = {}
             try:
-                yield held
+                yield conn
             finally:
                 conn.memo = None
                 conn.pending = ""  # never sent: nothing to end
@@ -272,7 +274,7 @@ class PgStore:
     # -- schema -------------------------------------------------------------------------
     def applied(self) -> list[str]:
         with self.connection() as held:
-            return self._recorded(cast(PgConnection, held))
+            return self._recorded(held)
 
     @staticmethod
     def _recorded(conn: PgConnection) -> list[str]:
@@ -286,8 +288,7 @@ class PgStore:
     def migrate(self) -> None:
         """Apply the migrations the database lacks; refuse a newer one (SchemaVersionError)
         and a database that holds tables but is not remd's (StoreError)."""
-        with self.connection() as held:
-            conn = cast(PgConnection, held)
+        with self.connection() as conn:
             if not self._pending(self._recorded(conn)):
                 return
             if not self.create and not self._recorded(conn):  # as a missing file is
