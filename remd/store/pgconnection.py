@@ -82,8 +82,6 @@ def _params(params: Any) -> Any:
 class PgConnection:
     """A pooled psycopg connection speaking to the engine as an apsw connection does."""
 
-    dialect = "postgresql"
-
     def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
         self.raw = conn
         self.url = url

@@ -32,12 +32,13 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
-from remd.errors import PoolExhausted, SchemaVersionError, StoreError
+from remd.errors import PoolExhausted, StoreError
 from remd.logs import get_logger
 from remd.store import pgsearch
 from remd.store import sqlite as store
 from remd.store.pgconnect import reach, redact
 from remd.store.pgconnection import PgConnection, wrap
+from remd.store.shared import Leases, refuse_unknown
 
 if TYPE_CHECKING:
     import psycopg
@@ -71,12 +72,6 @@ def is_url(path: object) -> bool:
     return isinstance(path, str) and path.startswith(URL_PREFIXES)
 
 
-def is_postgres(obj: object) -> bool:
-    """Whether ``obj`` (a store or one of its connections) is PostgreSQL's rather than
-    SQLite's."""
-    return getattr(obj, "dialect", "sqlite") == "postgresql"
-
-
 def shown(path: object) -> str:
     """``path`` as messages and logs may show it: a URL without its password."""
     return redact(path) if isinstance(path, str) and is_url(path) else str(path)
@@ -103,7 +98,7 @@ def _float8_dumper() -> type:
     return Float8
 
 
-class PgStore:
+class PgStore(Leases[PgConnection]):
     """A PostgreSQL database through a bounded pool; the interface of :class:`Store`."""
 
     def __init__(self, url: str, config: StoreConfig, *, create: bool = True) -> None:
@@ -116,7 +111,6 @@ class PgStore:
         self.path = url
         self.config = config
         self.create = create
-        self.dialect = "postgresql"
         self._local = threading.local()
         self._savepoints = itertools.count()
         self._closed = False
@@ -147,13 +141,6 @@ class PgStore:
             raise
 
     # -- the pool -----------------------------------------------------------------------
-    @property
-    def conn(self) -> PgConnection:
-        held: PgConnection | None = getattr(self._local, "conn", None)
-        if held is None:
-            raise StoreError("no connection is held by this thread (use Store.connection())")
-        return held
-
     @contextlib.contextmanager
     def connection(self) -> Iterator[PgConnection]:
         """A connection leased to this thread for the block (the held one when nested).
@@ -239,14 +226,6 @@ class PgStore:
         with self.connection() as conn:
             return conn.execute(sql, params).fetchall()
 
-    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
-        rows = self.query(sql, params)
-        return rows[0] if rows else None
-
-    def scalar(self, sql: str, params: Any = ()) -> Any:
-        row = self.one(sql, params)
-        return None if row is None else row[0]
-
     def exact_scan(self, namespace: str, query: Any, k: int) -> list[tuple[int, float]]:
         """(rid, cosine distance) of the k nearest of every stored vector of the namespace,
         nearest first: compared in process (remd/store/pgsearch.py: no vector functions)."""
@@ -282,9 +261,6 @@ class PgStore:
             return []
         return [str(r[0]) for r in conn.execute("SELECT name FROM remd_migrations ORDER BY seq")]
 
-    def schema_version(self) -> int:
-        return len(self.applied())
-
     def migrate(self) -> None:
         """Apply the migrations the database lacks; refuse a newer one (SchemaVersionError)
         and a database that holds tables but is not remd's (StoreError)."""
@@ -313,11 +289,7 @@ class PgStore:
                     (str(len(PG_MIGRATIONS)),))
 
     def _pending(self, done: Sequence[str]) -> list[str]:
-        unknown = [name for name in done if name not in PG_MIGRATIONS]
-        if unknown:
-            raise SchemaVersionError(
-                f"database {redact(self.path)!r} has migration {unknown[0]!r} ({len(done)} in "
-                f"all), newer than this remd ({len(PG_MIGRATIONS)}); upgrade remd")
+        refuse_unknown(redact(self.path), done, PG_MIGRATIONS)
         return [name for name in PG_MIGRATIONS if name not in done]
 
     def close(self) -> None:

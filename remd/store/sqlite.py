@@ -28,7 +28,6 @@ from remd.errors import (
     DatabaseLocked,
     InvalidInput,
     PoolExhausted,
-    SchemaVersionError,
     StoreError,
 )
 from remd.logs import get_logger
@@ -36,6 +35,7 @@ from remd.store.checkpoints import Checkpointer
 from remd.store.quantisation import to_int8
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
 from remd.store.seam import Connection
+from remd.store.shared import Leases, refuse_unknown
 from remd.store.sqlitedialect import SqliteConnection
 from remd.store.walfiles import check_reader, keep, why_read_only
 
@@ -170,7 +170,7 @@ def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
         delay = min(0.1, delay * 2)
 
 
-class Store:
+class Store(Leases[SqliteConnection]):
     """The file, through a bounded pool of connections shared by every thread of the process.
 
     A thread that needs the file leases one connection for the outermost ``transaction``,
@@ -208,15 +208,6 @@ class Store:
         if self.checkpointer is not None:
             conn.set_wal_hook(self.checkpointer.hook)
         return conn
-
-    @property
-    def conn(self) -> SqliteConnection:
-        """The connection this thread holds (inside a ``connection``, ``snapshot`` or
-        ``transaction`` block). Raises StoreError outside one."""
-        held: SqliteConnection | None = getattr(self._local, "conn", None)
-        if held is None:
-            raise StoreError("no connection is held by this thread (use Store.connection())")
-        return held
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[SqliteConnection]:
@@ -323,10 +314,6 @@ class Store:
             except UnicodeEncodeError as exc:  # a caller's string with a lone surrogate
                 raise InvalidInput("value is not valid UTF-8") from exc
 
-    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
-        rows = self.query(sql, params)
-        return rows[0] if rows else None
-
     def exact_scan(self, namespace: str, query: Any, k: int) -> list[tuple[int, float]]:
         """(rid, cosine distance) of the k nearest of every stored vector of the namespace
         (every status), nearest first: sqlite-vec's ``vec_distance_cosine`` over the stored
@@ -335,10 +322,6 @@ class Store:
         return [(int(r), float(d)) for r, d in self.query(
             "SELECT rid, vec_distance_cosine(vec_int8(vec), vec_int8(?)) AS d FROM node_vec_bit "
             "WHERE namespace = ? ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
-
-    def scalar(self, sql: str, params: Any = ()) -> Any:
-        row = self.one(sql, params)
-        return None if row is None else row[0]
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[SqliteConnection]:
@@ -381,11 +364,6 @@ class Store:
         return [str(r[0]) for r in conn.execute(
             "SELECT name FROM remd_migrations ORDER BY rowid")]
 
-    def schema_version(self) -> int:
-        """How many of this code's migrations the file has (a file newer than this code has
-        more than SCHEMA_VERSION)."""
-        return len(self.applied())
-
     def migrate(self) -> None:
         """Apply, by name, the migrations this file lacks; refuse a file newer than this code.
 
@@ -426,12 +404,7 @@ class Store:
     def _pending(self, done: list[str]) -> list[tuple[str, Step]]:
         """The migrations ``done`` lacks, in order. Raises SchemaVersionError when ``done``
         holds one this code does not know (the file was written by a newer remd)."""
-        known = {name for name, _ in MIGRATIONS}
-        unknown = [name for name in done if name not in known]
-        if unknown:
-            raise SchemaVersionError(
-                f"database {self.path!r} has migration {unknown[0]!r} ({len(done)} in all), "
-                f"newer than this remd ({SCHEMA_VERSION}); upgrade remd")
+        refuse_unknown(self.path, done, [name for name, _ in MIGRATIONS])
         have = set(done)
         return [(name, sql) for name, sql in MIGRATIONS if name not in have]
 

@@ -29,8 +29,6 @@ def tokens(owner: apsw.Connection, utf8: bytes, *, query: bool) -> list[tuple[An
 class SqliteConnection(apsw.Connection):
     """An apsw connection to a remd file (opened by :func:`remd.store.sqlite.connect`)."""
 
-    dialect = "sqlite"
-
     # -- reading ahead: nothing to save without round trips -------------------------------
     def prefetch(self, statements: Sequence[Read] | Callable[[], Sequence[Read]],
                  then: Callable[[], Sequence[Read]] | None = None) -> None:
