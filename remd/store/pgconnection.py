@@ -5,8 +5,10 @@ The engine's SQL is written once, in SQLite's dialect: :class:`PgConnection` run
 statement through :func:`remd.store.pgsql.translate` and offers the part of apsw's connection
 interface the engine uses (``execute`` returning a cursor, ``executemany``, ``total_changes``,
 ``in_transaction``), plus what saves round trips on a server: a read snapshot's memo,
-:meth:`PgConnection.prefetch` and :meth:`PgConnection.pipelined`. :func:`wrap` turns psycopg's
-errors into remd's. The pool and its transactions are :mod:`remd.store.postgres`'s.
+:meth:`PgConnection.prefetch` and :meth:`PgConnection.pipelined`; and PostgreSQL's side of the
+dialect differences of :class:`remd.store.seam.Connection` (the SQL: remd/store/pgsearch.py).
+:func:`wrap` turns psycopg's errors into remd's. The pool and its transactions are
+:mod:`remd.store.postgres`'s.
 """
 
 from __future__ import annotations
