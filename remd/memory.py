@@ -33,7 +33,7 @@ from remd.query.feedback import FeedbackResult
 from remd.query.namespaces import NamespaceCount, namespace_counts
 from remd.query.nodes import NODE_COLUMNS
 from remd.query.pack import Pack
-from remd.store.sqlite import Store
+from remd.store.seam import Store
 from remd.text.embed import Embedder, Vectors
 from remd.text.tagnames import check_tags
 from remd.text.tokens import TokenCounter

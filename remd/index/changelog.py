@@ -16,40 +16,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from remd.store.postgres import is_postgres
+from remd.store.seam import Connection
 from remd.store.sqlite import int_scalar
 
 
-def _own(conn: Any, namespace: str) -> tuple[str, list[Any]]:
+def _own(conn: Connection, namespace: str) -> tuple[str, list[Any]]:
     """The condition that keeps ``namespace``'s rows, and its parameters."""
-    if is_postgres(conn):
-        return "namespace = ? AND ", [namespace]
-    return "", []
+    return conn.log_filter(namespace)
 
 
-def newest_probe(conn: Any, table: str, namespace: str) -> tuple[str, list[Any]]:
+def newest_probe(conn: Connection, table: str, namespace: str) -> tuple[str, list[Any]]:
     """The statement :func:`newest` runs (a reader's first question at each look)."""
     own, params = _own(conn, namespace)
     return f"SELECT max(seq) FROM {table} WHERE {own}1 = 1", params
 
 
-def newest(conn: Any, table: str, namespace: str) -> int:
+def newest(conn: Connection, table: str, namespace: str) -> int:
     """The newest entry a reader of ``namespace`` must have seen (0: none)."""
     return int_scalar(conn, *newest_probe(conn, table, namespace))
 
 
-def intact(conn: Any, table: str, namespace: str, seen: int) -> bool:
+def intact(conn: Connection, table: str, namespace: str, seen: int) -> bool:
     """Does the log still hold every entry after ``seen`` (the newest entry at the reader's
-    last look)? Pruning drops a prefix of the whole log, so on PostgreSQL they are all there
-    if entry ``seen`` is (a reader that saw none, ``seen`` 0, cannot tell: no)."""
-    if is_postgres(conn):
-        return seen > 0 and conn.execute(
-            f"SELECT 1 FROM {table} WHERE namespace = ? AND seq = ?", (namespace, seen)
-        ).fetchone() is not None
-    return int_scalar(conn, f"SELECT min(seq) FROM {table}") <= seen + 1
+    last look)? Pruning drops a prefix of the whole log: on SQLite its oldest entry tells, on
+    PostgreSQL (whose sequence may skip numbers) entry ``seen`` of the namespace (a reader
+    that saw none, ``seen`` 0, cannot tell: no)."""
+    return conn.log_intact(table, namespace, seen)
 
 
-def since(conn: Any, table: str, columns: str, namespace: str, seen: int, limit: int,
+def since(conn: Connection, table: str, columns: str, namespace: str, seen: int, limit: int,
           where: str = "") -> list[tuple[Any, ...]]:
     """``columns`` of the entries after ``seen`` (at most ``limit``), ``where`` also holding."""
     own, params = _own(conn, namespace)

@@ -28,12 +28,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 
 from remd.index import changelog
-from remd.store.postgres import is_postgres
+from remd.store.seam import Connection
 from remd.store.sqlite import in_reads, rows_in
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
@@ -79,7 +78,7 @@ class TagGraphCache:
         self._bytes = 0  # what nbytes() reports, kept as entries come and go
 
     # -- coherence ------------------------------------------------------------------------
-    def sync(self, conn: apsw.Connection) -> None:
+    def sync(self, conn: Connection) -> None:
         """Evict what changed since the last sync (in the caller's read snapshot)."""
         if not self.keeping:
             return
@@ -126,7 +125,7 @@ class TagGraphCache:
         return self._bytes
 
     # -- reads ----------------------------------------------------------------------------
-    def top_edges(self, conn: apsw.Connection, tid: int, limit: int) -> Edges:
+    def top_edges(self, conn: Connection, tid: int, limit: int) -> Edges:
         """The ``limit`` highest-weight out-edges of ``tid``: (dst tids, weights)."""
         cached = self._cached(self.edges, tid, limit)
         if cached is not None:
@@ -137,7 +136,7 @@ class TagGraphCache:
         self._put(self.edges, tid, edges)
         return edges
 
-    def top_members(self, conn: apsw.Connection, tid: int, limit: int) -> Members:
+    def top_members(self, conn: Connection, tid: int, limit: int) -> Members:
         """The ``limit`` best live memories carrying ``tid``: (rids, tag weights)."""
         cached = self._cached(self.members, tid, limit)
         if cached is not None:
@@ -149,7 +148,7 @@ class TagGraphCache:
         self._put(self.members, tid, members)
         return members
 
-    def prefetch(self, conn: apsw.Connection, kind: str, tids: Sequence[int], limit: int) -> None:
+    def prefetch(self, conn: Connection, kind: str, tids: Sequence[int], limit: int) -> None:
         """On PostgreSQL, read the rows of the ``tids`` not cached yet (``kind`` "edges" or
         "members", ``limit`` rows each) in one statement, into the cache, so that the walk's
         reads that follow are hits: one round trip instead of one per tag. Edges come with
@@ -159,20 +158,14 @@ class TagGraphCache:
         table = self.edges if kind == "edges" else self.members
         missing = [t for t in tids if (t not in table or table[t].limit < limit)]
         named = kind == "edges"
-        if not self.keeping or len(missing) < (1 if named else 2) or not is_postgres(conn):
+        if not self.keeping or len(missing) < (1 if named else 2):
+            return
+        # One statement for them all (remd/store/pgsearch.py); None on SQLite.
+        rows = conn.rows_per_tag(_READS[kind], missing, self.namespace, limit, named=named)
+        if rows is None:
             return
         found: dict[int, tuple[array.array[int], array.array[float]]] = {
             t: (array.array("q"), array.array("d")) for t in missing}
-        each = (f"FROM unnest(?) WITH ORDINALITY AS s(tid, n) CROSS JOIN "
-                f"LATERAL ({_READS[kind].format(tag='s.tid')}) AS e")  # the per-tag read
-        if named:
-            rows = conn.execute(
-                f"SELECT s.tid, e.dst, e.weight, t.name, t.df {each} LEFT JOIN tags t "
-                "ON t.namespace = ? AND t.tid = e.dst ORDER BY s.n, e.weight DESC, e.dst",
-                (missing, self.namespace, limit, self.namespace))
-        else:
-            rows = conn.execute(f"SELECT s.tid, e.* {each} ORDER BY s.n",
-                                (missing, self.namespace, limit))
         for tid, other, weight, *info in rows:
             ids, weights = found[int(tid)]
             ids.append(int(other))
@@ -182,7 +175,7 @@ class TagGraphCache:
         for tid, (ids, weights) in found.items():
             self._put(table, tid, _entry(kind, ids, weights, limit))
 
-    def names(self, conn: apsw.Connection, tids: Iterable[int]) -> dict[int, tuple[str, int]]:
+    def names(self, conn: Connection, tids: Iterable[int]) -> dict[int, tuple[str, int]]:
         """(name, df) of each tag that exists; one statement for the ones not cached."""
         out: dict[int, tuple[str, int]] = {}
         missing: list[int] = []
@@ -271,7 +264,7 @@ def _entry(kind: str, ids: array.array[int], weights: array.array[float],
     return Members(ids.tolist(), weights.tolist(), limit)
 
 
-def _rows(conn: apsw.Connection, sql: str, params: Sequence[object]
+def _rows(conn: Connection, sql: str, params: Sequence[object]
           ) -> tuple[array.array[int], array.array[float]]:
     ids: array.array[int] = array.array("q")
     weights: array.array[float] = array.array("d")

@@ -22,11 +22,11 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 
 from remd.index import changelog
+from remd.store.seam import Connection
 from remd.store.sqlite import rows_in
 
 STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
@@ -79,7 +79,7 @@ class NodeMirror:
         self._tags: dict[int, _Tagged] = {}
 
     # -- coherence ------------------------------------------------------------------------
-    def refresh(self, conn: apsw.Connection) -> None:
+    def refresh(self, conn: Connection) -> None:
         """Bring the mirror to the caller's read snapshot."""
         ns = self.namespace
         top = changelog.newest(conn, "node_log", ns)
@@ -99,7 +99,7 @@ class NodeMirror:
                 self._reread(conn, changed)
         self.seq = top
 
-    def _load(self, conn: apsw.Connection) -> None:
+    def _load(self, conn: Connection) -> None:
         self.n = 0
         self._tags.clear()
         self.reloads += 1
@@ -121,7 +121,7 @@ class NodeMirror:
         self.since[:n] = m[:, 7]
         self.n = n
 
-    def _reread(self, conn: apsw.Connection, rids: list[int]) -> None:
+    def _reread(self, conn: Connection, rids: list[int]) -> None:
         found: dict[int, tuple[Any, ...]] = {
             int(row[0]): row for row in rows_in(
                 conn, f"SELECT {_COLUMNS} FROM nodes WHERE namespace = ? AND rid IN ({{marks}})",
@@ -214,17 +214,17 @@ class NodeMirror:
             self.until[pos] > now)
         return live
 
-    def tags_of(self, conn: apsw.Connection, rids: Sequence[int]
+    def tags_of(self, conn: Connection, rids: Sequence[int]
                 ) -> dict[int, tuple[tuple[int, float], ...]]:
         """The (tag id, weight) pairs of each memory, best first; SQL only for those not
         cached since their last change."""
         return {rid: entry[0] for rid, entry in self._tagged(conn, rids).items()}
 
-    def tag_sets(self, conn: apsw.Connection, rids: Sequence[int]) -> dict[int, frozenset[int]]:
+    def tag_sets(self, conn: Connection, rids: Sequence[int]) -> dict[int, frozenset[int]]:
         """The tag ids of each memory, as a set (cached like :meth:`tags_of`)."""
         return {rid: entry[1] for rid, entry in self._tagged(conn, rids).items()}
 
-    def _tagged(self, conn: apsw.Connection, rids: Sequence[int]) -> dict[int, _Tagged]:
+    def _tagged(self, conn: Connection, rids: Sequence[int]) -> dict[int, _Tagged]:
         out: dict[int, _Tagged] = {}
         missing = []
         for rid in rids:

@@ -22,15 +22,13 @@ import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 
-from remd.store.postgres import is_postgres
 from remd.store.quantisation import DIM, F32, from_int8, quantise, to_int8
-from remd.store.sqlite import Store
+from remd.store.seam import Connection, Read, Store
 
 _WORDS = DIM // 64  # uint64 words per bit vector
 _BYTES = DIM // 8
@@ -38,7 +36,7 @@ _BYTES = DIM // 8
 U64 = npt.NDArray[np.uint64]
 
 
-def write_vectors(conn: apsw.Connection, namespace: str, rids: Sequence[int],
+def write_vectors(conn: Connection, namespace: str, rids: Sequence[int],
                   vectors: npt.ArrayLike) -> None:
     """Store freshly computed embeddings (inside the caller's transaction): the sign bits and
     the int8 vector (:func:`to_int8`). ``node_vec_bit`` is the one store of vectors (migration
@@ -51,7 +49,7 @@ def write_vectors(conn: apsw.Connection, namespace: str, rids: Sequence[int],
          for i, rid in enumerate(rids)])
 
 
-def write_sentence_vectors(conn: apsw.Connection, namespace: str, rid: int,
+def write_sentence_vectors(conn: Connection, namespace: str, rid: int,
                            vectors: npt.ArrayLike) -> None:
     """Store the embeddings of a memory's sentences (``sentence_vec``, migration 0010), in the
     caller's transaction, replacing any it had."""
@@ -136,7 +134,7 @@ class BitIndex:
                 (f"SELECT {key}, bits FROM {self.table} WHERE namespace = ? AND {key} > ? "
                  f"ORDER BY {key}", (self.namespace, start))]
 
-    def refresh(self, conn: apsw.Connection) -> int:
+    def refresh(self, conn: Connection) -> int:
         """Load the rows committed since the last refresh; returns how many were added.
 
         Run it in the same read transaction as the search so both see one state of the file.
@@ -257,7 +255,7 @@ def _distances(planes: U64, q: U64, lo: int, hi: int) -> npt.NDArray[np.uint16]:
     return dist
 
 
-def knn(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike, k: int, *,
+def knn(index: BitIndex, conn: Connection, query: npt.ArrayLike, k: int, *,
         rerank: int = 8) -> list[tuple[int, float]]:
     """Up to ``k * rerank`` (rid, cosine similarity) pairs, most similar first, with the
     namespace's index brought to ``conn``'s snapshot first.
@@ -274,43 +272,10 @@ def knn(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike, k: int, *,
 def exact_scan(store: Store, namespace: str, query: npt.ArrayLike, k: int
                ) -> list[tuple[int, float]]:
     """(rid, cosine distance) of the k nearest of every stored vector of the namespace (every
-    status), nearest first: an exact scan of the stored vectors with sqlite-vec's
-    ``vec_distance_cosine``, for ``nearest(exact=True)`` (the query in the stored int8
-    form)."""
-    if is_postgres(store):
-        return _exact_scan_numpy(store, namespace, query, k)
-    blob = to_int8(query)[0].tobytes()
-    return [(int(r), float(d)) for r, d in store.query(
-        "SELECT rid, vec_distance_cosine(vec_int8(vec), vec_int8(?)) AS d FROM node_vec_bit "
-        "WHERE namespace = ? ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
-
-
-_SCAN_BATCH = 8192
-
-
-def _exact_scan_numpy(store: Store, namespace: str, query: npt.ArrayLike, k: int
-                      ) -> list[tuple[int, float]]:
-    """:func:`exact_scan` where the database has no vector functions (PostgreSQL without
-    pgvector): the namespace's int8 vectors read in rid order, batch by batch, and compared
-    here, as vec_distance_cosine does (the query in the stored int8 form, ties by rid)."""
-    q = to_int8(query)[0].astype(np.float32)
-    qn = float(np.linalg.norm(q)) or 1.0
-    best: list[tuple[float, int]] = []
-    after = -1
-    while True:
-        rows = store.query("SELECT rid, vec FROM node_vec_bit WHERE namespace = ? AND rid > ? "
-                           "ORDER BY rid LIMIT ?", (namespace, after, _SCAN_BATCH))
-        if not rows:
-            break
-        after = int(rows[-1][0])
-        mat = np.frombuffer(b"".join(bytes(r[1]) for r in rows), np.int8).reshape(
-            len(rows), -1).astype(np.float32)
-        norms = np.linalg.norm(mat, axis=1)
-        norms[norms == 0] = 1.0
-        dist = 1.0 - (mat @ q) / (norms * qn)
-        best.extend((float(d), int(r[0])) for d, r in zip(dist, rows, strict=True))
-        best = sorted(best)[:k]
-    return [(rid, d) for d, rid in best]
+    status), nearest first: an exact scan of the stored vectors (sqlite-vec's
+    ``vec_distance_cosine`` on SQLite; compared in process on PostgreSQL), for
+    ``nearest(exact=True)`` (the query in the stored int8 form)."""
+    return store.exact_scan(namespace, query, k)
 
 
 def unit(query: npt.ArrayLike) -> F32 | None:
@@ -320,7 +285,7 @@ def unit(query: npt.ArrayLike) -> F32 | None:
     return None if norm == 0.0 else q / norm
 
 
-def exact(conn: apsw.Connection, namespace: str, keys: npt.NDArray[np.int64], q: F32,
+def exact(conn: Connection, namespace: str, keys: npt.NDArray[np.int64], q: F32,
           table: str = "node_vec_bit") -> list[tuple[int, float]]:
     """(rid, cosine similarity) of the given candidates of ``namespace`` by their stored
     vectors, best first.
@@ -330,49 +295,22 @@ def exact(conn: apsw.Connection, namespace: str, keys: npt.NDArray[np.int64], q:
     """
     if len(keys) == 0:
         return []
-    rows: list[tuple[Any, ...]]
-    if is_postgres(conn):
-        sql, params, _ = pg_read(namespace, keys, table)
-        rows = cast(Any, conn).blobs(sql, params)
-    else:
-        ids = [int(r) for r in keys]
-        marks = ",".join("?" * len(ids))
-        key = "rid" if table == "node_vec_bit" else "sid"
-        rows = list(conn.execute(
-            f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} IN ({marks})",
-            (namespace, *ids)))
+    rows = conn.vector_rows(namespace, [int(r) for r in keys], table)
     if not rows:
         return []
     sims = from_int8([r[1] for r in rows]) @ q
     return best_per_rid(zip((int(r[0]) for r in rows), sims.tolist(), strict=True))
 
 
-def stored(conn: apsw.Connection, namespace: str, rids: Sequence[int]) -> dict[int, F32]:
+def stored(conn: Connection, namespace: str, rids: Sequence[int]) -> dict[int, F32]:
     """The stored vectors of ``rids`` (those that have one) as float32 unit rows."""
     if not rids:
         return {}
-    rows: list[tuple[Any, ...]]
-    if is_postgres(conn):
-        sql, params, _ = pg_read(namespace, np.asarray(list(rids), np.int64))
-        rows = cast(Any, conn).blobs(sql, params)
-    else:
-        marks = ",".join("?" * len(rids))
-        rows = list(conn.execute(
-            f"SELECT rid, vec FROM node_vec_bit WHERE namespace = ? AND rid IN ({marks})",
-            (namespace, *rids)))
+    rows = conn.vector_rows(namespace, rids, "node_vec_bit")
     if not rows:
         return {}
     mat = from_int8([r[1] for r in rows])
     return {int(r[0]): mat[i] for i, r in enumerate(rows)}
-
-
-def pg_read(namespace: str, keys: npt.NDArray[np.int64], table: str = "node_vec_bit"
-            ) -> tuple[str, tuple[Any, ...], bool]:
-    """:func:`exact`'s read on PostgreSQL (binary rows: PgConnection.blobs): one statement
-    text whatever the count, prepared once and reused."""
-    key = "rid" if table == "node_vec_bit" else "sid"
-    return (f"SELECT rid, vec FROM {table} WHERE namespace = ? AND {key} = ANY(?)",
-            (namespace, [int(r) for r in keys]), True)
 
 
 def best_per_rid(hits: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -395,13 +333,15 @@ class Scan:
     rids: npt.NDArray[np.int64] | Future[npt.NDArray[np.int64]]
     table: str = "node_vec_bit"
 
-    def read(self) -> tuple[str, tuple[Any, ...], bool] | None:
-        """On PostgreSQL, the read :meth:`finish` will make (None: no candidate), the scan
-        waited for (to send it ahead with others: PgConnection.prefetch)."""
+    def read(self, conn: Connection) -> Read | None:
+        """The read :meth:`finish` will make (None: no candidate), the scan waited for (to
+        send it ahead with others: Connection.prefetch)."""
         rids = self.rids if isinstance(self.rids, np.ndarray) else self.rids.result()
-        return pg_read(self.namespace, rids, self.table) if len(rids) else None
+        if not len(rids):
+            return None
+        return conn.vector_read(self.namespace, [int(r) for r in rids], self.table)
 
-    def finish(self, conn: apsw.Connection) -> list[tuple[int, float]]:
+    def finish(self, conn: Connection) -> list[tuple[int, float]]:
         """The candidates ranked by exact cosine (float vectors read back), best first: (rid,
         similarity), a memory's best sentence standing for it in ``sentence_vec``."""
         rids = self.rids if isinstance(self.rids, np.ndarray) else self.rids.result()
@@ -428,7 +368,7 @@ def _pools(kind: str) -> ThreadPoolExecutor:
         return pool
 
 
-def start_scan(index: BitIndex, conn: apsw.Connection, query: npt.ArrayLike,
+def start_scan(index: BitIndex, conn: Connection, query: npt.ArrayLike,
                want: int) -> Scan | None:
     """Bring the namespace's bit index to ``conn``'s snapshot and start the Hamming pre-filter
     for the ``want`` nearest: on a worker thread for large namespaces, so the caller can do

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -24,7 +24,7 @@ from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.query import standins
 from remd.query.walk import SUBTYPES_PROBE, Specificity, Walk
-from remd.store.postgres import is_postgres
+from remd.store.seam import Connection, Read
 from remd.text.embed import EmbedError
 from remd.text.tagging import extract_query_tags, query_candidates
 
@@ -93,24 +93,25 @@ class CandidateReader:
         self.query_tags = (0, 0)  # (tags of the query the namespace has, tags of the query)
         self._synced = False
 
-    def _sync(self, conn: apsw.Connection, query: str | None = None) -> None:
+    def _sync(self, conn: Connection, query: str | None = None) -> None:
         """Bring the in-process caches to this snapshot (once per inject): evict the tags and
         re-read the memories written since the last look."""
         if not self._synced:
-            if is_postgres(conn):  # every cache's first question, in one round trip
-                probes: list[tuple[str, Sequence[Any]]] = [
-                    changelog.newest_probe(conn, "node_log", self.ns),
-                    changelog.newest_probe(conn, "tag_log", self.ns)]
+            def probes() -> list[Read]:  # every cache's first question, in one round trip
+                reads: list[Read] = [changelog.newest_probe(conn, "node_log", self.ns),
+                                     changelog.newest_probe(conn, "tag_log", self.ns)]
                 if self.cfg.vector_k > 0:
-                    probes += self.view.bits.probes() + self.view.sentences.probes()
+                    reads += self.view.bits.probes() + self.view.sentences.probes()
                 if self.cfg.subtype_weight > 0:
-                    probes.append((SUBTYPES_PROBE, (self.ns,)))
+                    reads.append((SUBTYPES_PROBE, (self.ns,)))
                 if query is not None:  # and the query's first reads: its tags, its words
                     names = query_candidates(query)
-                    probes += [_tags_named(self.ns, names)] if names else []
-                    probes += self.engine.caches.terms.probes(conn, self.ns, self.terms,
-                                                              self.cfg.fts_max_postings)
-                cast(Any, conn).prefetch(probes)
+                    reads += [_tags_named(self.ns, names)] if names else []
+                    reads += self.engine.caches.terms.probes(conn, self.ns, self.terms,
+                                                             self.cfg.fts_max_postings)
+                return reads
+
+            conn.prefetch(probes)  # (on SQLite, nothing: probes is never asked)
             self.nodes.refresh(conn)
             self.cache.size_for(self.nodes.n)
             self.cache.sync(conn)
@@ -121,7 +122,7 @@ class CandidateReader:
         """Memories in the namespace (every status), for IDF: the mirror's row count."""
         return self.nodes.n
 
-    def _query_seeds(self, conn: apsw.Connection, query: str) -> dict[int, tuple[str, float]]:
+    def _query_seeds(self, conn: Connection, query: str) -> dict[int, tuple[str, float]]:
         found: dict[str, tuple[int, int]] = {}  # name -> (tid, df) of the tags looked up
         asked: set[str] = set()
 
@@ -150,7 +151,7 @@ class CandidateReader:
         self.query_tags = (len(scored), len(weights))
         return {tid: (name, w) for w, tid, name in scored[: self.cfg.max_seed_tags]}
 
-    def _start_vector_scan(self, conn: apsw.Connection, query: str) -> list[vectors.Scan] | None:
+    def _start_vector_scan(self, conn: Connection, query: str) -> list[vectors.Scan] | None:
         """Embed the query and start the Hamming pre-filters (:func:`remd.index.vectors.start_scan`)
         over the memories' vectors and their sentences'; None when there is no vector
         search."""
@@ -169,12 +170,12 @@ class CandidateReader:
         return [s for s in scans if s is not None] or None
 
     @staticmethod
-    def _finish_scans(conn: apsw.Connection, scans: list[vectors.Scan] | None
+    def _finish_scans(conn: Connection, scans: list[vectors.Scan] | None
                       ) -> list[tuple[int, float]]:
         """(rid, cosine) best first: a memory's best of its own vector and its sentences'."""
         return vectors.best_per_rid(hit for scan in scans or () for hit in scan.finish(conn))
 
-    def _vector_seeds(self, conn: apsw.Connection, near: Sequence[tuple[int, float]],
+    def _vector_seeds(self, conn: Connection, near: Sequence[tuple[int, float]],
                       taken: set[int]) -> dict[int, tuple[str, float]]:
         cfg = self.cfg
         near = list(near[: cfg.vector_seed_nodes])
@@ -196,7 +197,7 @@ class CandidateReader:
         ranked = sorted(best.items(), key=lambda kv: (-kv[1][1], kv[1][0]))
         return dict(ranked[: cfg.vector_seed_tags])
 
-    def _graph_candidates(self, conn: apsw.Connection, walk: Walk,
+    def _graph_candidates(self, conn: Connection, walk: Walk,
                           cands: dict[int, Candidate]) -> int:
         """Live memories of the activated tags, best tags first; returns rows read."""
         cfg = self.cfg
@@ -226,7 +227,7 @@ class CandidateReader:
         return read
 
     # -- lexical --------------------------------------------------------------------------
-    def _search_terms(self, conn: apsw.Connection, query: str) -> dict[str, str]:
+    def _search_terms(self, conn: Connection, query: str) -> dict[str, str]:
         """The query's words worth searching (:func:`remd.index.lexical.query_terms`), once per
         inject: none when lexical search is off or a tokenizer edge case fails (logged)."""
         if self.cfg.fts_k <= 0:
@@ -237,7 +238,7 @@ class CandidateReader:
             log.warning("inject.fts_failed", error=str(exc))
             return {}
 
-    def _lexical_hits(self, conn: apsw.Connection,
+    def _lexical_hits(self, conn: Connection,
                       scans: list[vectors.Scan] | None) -> list[tuple[int, float]]:
         """The best ``fts_k`` bm25 matches of this namespace (remd/index/lexical.py), a deprecated
         fragment's match counting for the synthesis that carries its words (the words of
@@ -254,10 +255,10 @@ class CandidateReader:
                                              max_postings=cfg.fts_max_postings)
             if match is None:
                 return []
-            if is_postgres(conn):  # bm25 on its way while the scans finish, then theirs
-                cast(Any, conn).prefetch(
-                    [lexical.bm25_read(match, 2 * k, self.ns)],
-                    then=lambda: [r for r in (s.read() for s in scans or ()) if r is not None])
+            # On PostgreSQL bm25 on its way while the scans finish, then theirs.
+            conn.prefetch(
+                lambda: [conn.search_read(match, 2 * k, self.ns, filtered=False)],
+                then=lambda: [r for r in (s.read(conn) for s in scans or ()) if r is not None])
             # FTS5 alone first: joining nodes for the namespace and status costs a row lookup
             # per matching posting. _resolve keeps this namespace's live hits.
             rows = lexical.search(conn, match, 2 * k, self.ns)
@@ -271,22 +272,22 @@ class CandidateReader:
         return hits[:k]
 
     # -- stand-ins --------------------------------------------------------------------------
-    def _stand_ins(self, conn: apsw.Connection, rids: Iterable[int]) -> dict[int, int]:
+    def _stand_ins(self, conn: Connection, rids: Iterable[int]) -> dict[int, int]:
         """rid -> the live node that stands for it (:func:`remd.query.standins.stand_ins`)."""
         self._sync(conn)
         return standins.stand_ins(self.nodes, conn, rids)
 
-    def _resolve(self, conn: apsw.Connection, hits: Sequence[tuple[int, float]]
+    def _resolve(self, conn: Connection, hits: Sequence[tuple[int, float]]
                  ) -> list[tuple[int, float]]:
         """Hits mapped to their stand-ins (:func:`remd.query.standins.resolve`)."""
         self._sync(conn)
         return standins.resolve(self.nodes, conn, hits)
 
-    def _resolve_top(self, conn: apsw.Connection, hits: Sequence[tuple[int, float]], k: int
+    def _resolve_top(self, conn: Connection, hits: Sequence[tuple[int, float]], k: int
                      ) -> list[tuple[int, float]]:
         """The best ``k`` of ``hits`` after :meth:`_resolve` (:func:`remd.query.standins.top`)."""
         self._sync(conn)
         return standins.top(self.nodes, conn, hits, k)
 
-    def _seek_neighbour(self, conn: apsw.Connection, rid: int, step: int) -> int:
+    def _seek_neighbour(self, conn: Connection, rid: int, step: int) -> int:
         return standins.seek_neighbour(self.nodes, conn, self.ns, rid, step)

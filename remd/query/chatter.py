@@ -22,10 +22,9 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
-import apsw
-
 from remd.index.graphcache import TagGraphCache
 from remd.index.nodemirror import NodeMirror
+from remd.store.seam import Connection
 
 TOP = 3  # a memory's most specific tags that count
 WEIGHED = 64  # best candidates whose information is read (more than a pack holds)
@@ -37,7 +36,7 @@ class Weighted(Protocol):
     info: float
 
 
-def information(conn: apsw.Connection, mirror: NodeMirror, cache: TagGraphCache,
+def information(conn: Connection, mirror: NodeMirror, cache: TagGraphCache,
                 rids: Sequence[int]) -> dict[int, float]:
     """rid -> how specific the memory's tags are, in [0, 1] (see the module docstring)."""
     tags = mirror.tags_of(conn, list(rids))
@@ -52,7 +51,7 @@ def information(conn: apsw.Connection, mirror: NodeMirror, cache: TagGraphCache,
     return out
 
 
-def weigh(conn: apsw.Connection, mirror: NodeMirror, cache: TagGraphCache,
+def weigh(conn: Connection, mirror: NodeMirror, cache: TagGraphCache,
           cands: Sequence[Weighted], weight: float) -> None:
     """Multiply each candidate's score by ``(1 - weight) + weight * information``.
 

@@ -16,9 +16,8 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-import apsw
-
 from remd.index.lexical import stems
+from remd.store.seam import Connection
 from remd.text import words as tx
 
 # How much of a memory is read for its speakers: a turn's header, and the first turns of a
@@ -33,7 +32,7 @@ class Boostable(Protocol):
     speaker: float
 
 
-def speaker_boost(conn: apsw.Connection, namespace: str, query: str,
+def speaker_boost(conn: Connection, namespace: str, query: str,
                   cands: Mapping[int, Boostable], weight: float,
                   synthesis: Callable[[int], bool]) -> None:
     """Multiply the score of each candidate said by someone ``query`` names by ``1 +
@@ -67,7 +66,7 @@ def speaker_boost(conn: apsw.Connection, namespace: str, query: str,
                 c.base *= c.speaker
 
 
-def unrelated(conn: apsw.Connection, namespace: str, floor_similarity: float, best: float,
+def unrelated(conn: Connection, namespace: str, floor_similarity: float, best: float,
               lexical: Sequence[tuple[int, float]], terms: set[str],
               query_tags: tuple[int, int]) -> str | None:
     """Why the query is about nothing stored, or None: no memory is ``floor_similarity``

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from remd.models import Edge, EdgeType
-from remd.store.sqlite import Store
+from remd.store.seam import Store
 
 __all__ = ["links", "touching"]
 

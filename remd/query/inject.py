@@ -42,9 +42,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-import apsw
 import numpy as np
 
 from remd.checks import check_budget, check_namespace, check_text
@@ -58,7 +57,7 @@ from remd.query import chatter, cues, newest, packer
 from remd.query.candidates import Candidate, CandidateReader
 from remd.query.pack import Pack, PackItem, ScoreParts, Seed
 from remd.query.walk import Specificity, Walk, propagate
-from remd.store.postgres import is_postgres
+from remd.store.seam import Connection
 from remd.text.dates import DAY, Period, query_period
 from remd.text.fact_questions import question_keys
 
@@ -154,7 +153,7 @@ class _Injector(CandidateReader):
                                       importance.tolist(), date.tolist(), strict=True):
             c.base, c.relevance, c.recency, c.weight, c.date, c.context = b, r, rc, im, d, 0.0
 
-    def _context(self, conn: apsw.Connection, cands: dict[int, Candidate]) -> int:
+    def _context(self, conn: Connection, cands: dict[int, Candidate]) -> int:
         """Give the memories saved just before and after the best candidates a share of
         their score; returns how many rows were looked at.
 
@@ -196,7 +195,7 @@ class _Injector(CandidateReader):
         return read
 
     # -- the call -------------------------------------------------------------------------
-    def rank(self, conn: apsw.Connection, query: str) -> _Ranked:
+    def rank(self, conn: Connection, query: str) -> _Ranked:
         """Steps 1-4 of the pipeline in the caller's snapshot: every candidate, scored."""
         cfg = self.cfg
         self.terms = self._search_terms(conn, query)
@@ -234,7 +233,7 @@ class _Injector(CandidateReader):
         return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=len(cands),
                        facts=facts, unrelated=unrelated)
 
-    def _facts(self, conn: apsw.Connection, query: str, cands: dict[int, Candidate]) -> int:
+    def _facts(self, conn: Connection, query: str, cands: dict[int, Candidate]) -> int:
         """Put the live memory of the fact key the question asks for first ("where do I
         live?" -> ``user/city``, :mod:`remd.text.fact_questions`); returns how many there are.
 
@@ -260,7 +259,7 @@ class _Injector(CandidateReader):
             c.base = max(top, c.base, 1e-6) * c.fact
         return len(found)
 
-    def pack(self, conn: apsw.Connection, ranked: _Ranked, budget: int, fill: bool
+    def pack(self, conn: Connection, ranked: _Ranked, budget: int, fill: bool
              ) -> tuple[list[tuple[Candidate, float, float]], packer.Stop]:
         """Step 5: fill the budget greedily, then (unless ``fill``) trim to the relevance floor
         (:mod:`remd.query.packer`); the items in pack order and why the pack stops there."""
@@ -316,7 +315,7 @@ class _Injector(CandidateReader):
             return replace(pack, recorded=False)
         return pack
 
-    def _texts(self, conn: apsw.Connection, rids: Sequence[int]
+    def _texts(self, conn: Connection, rids: Sequence[int]
                ) -> tuple[dict[int, str], dict[int, tuple[str, ...]]]:
         if not rids:
             return {}, {}
@@ -325,8 +324,8 @@ class _Injector(CandidateReader):
                 (self.ns, *rids))
         tags = self.nodes.tags_of(conn, rids)  # the packer's: cached
         tids = {tid for pairs in tags.values() for tid, _ in pairs}
-        if is_postgres(conn):  # the texts and the tags' names in one round trip
-            cast(Any, conn).prefetch([read, *self.cache.name_reads(tids)])
+        # On PostgreSQL the texts and the tags' names in one round trip.
+        conn.prefetch(lambda: [read, *self.cache.name_reads(tids)])
         contents: dict[int, str] = {}
         for r, ident, text in conn.execute(*read):
             contents[int(r)] = str(text)

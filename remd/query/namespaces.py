@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from remd.errors import InvalidInput, quote
-from remd.store.sqlite import Store
+from remd.store.seam import Store
 
 __all__ = ["NamespaceCount", "namespace_counts"]
 

@@ -25,9 +25,8 @@ import heapq
 from collections.abc import MutableMapping
 from typing import Any, Protocol
 
-import apsw
-
 from remd.index.vectors import stored
+from remd.store.seam import Connection
 from remd.text import words as tx
 from remd.text.updates import UNALIKE, judge, read
 
@@ -44,7 +43,7 @@ class Dated(Protocol):
     outdated_by: int | None
 
 
-def prefer_newest(conn: apsw.Connection, namespace: str, cands: MutableMapping[int, Any],
+def prefer_newest(conn: Connection, namespace: str, cands: MutableMapping[int, Any],
                   query: str = "") -> int:
     """Rank each candidate that a newer candidate probably updates right after it (see the
     module docstring); returns how many were marked outdated."""
@@ -65,7 +64,7 @@ def prefer_newest(conn: apsw.Connection, namespace: str, cands: MutableMapping[i
     return marked
 
 
-def _contradicted(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
+def _contradicted(conn: Connection, ns: str, cands: MutableMapping[int, Any],
                   rids: list[int]) -> list[tuple[int, int]]:
     marks = ",".join("?" * len(rids))
     rows: Any = conn.execute(
@@ -83,7 +82,7 @@ def _contradicted(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any
     return out
 
 
-def _asked(conn: apsw.Connection, ns: str, cands: MutableMapping[int, Any],
+def _asked(conn: Connection, ns: str, cands: MutableMapping[int, Any],
            best: list[Any], query: str) -> list[tuple[int, int]]:
     if len(best) < 2:
         return []

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import apsw
-
 from remd.index import nodemirror
 from remd.index.nodemirror import NodeMirror
 from remd.index.vectors import best_per_rid
+from remd.store.seam import Connection
 
 
-def stand_ins(nodes: NodeMirror, conn: apsw.Connection, rids: Iterable[int]
+def stand_ins(nodes: NodeMirror, conn: Connection, rids: Iterable[int]
               ) -> dict[int, int]:
     """rid -> the live node that stands for it in this namespace: itself when live, else the
     live synthesis a REM run folded it into (``deprecated_by``, followed for a few hops).
@@ -69,7 +68,7 @@ def stand_ins(nodes: NodeMirror, conn: apsw.Connection, rids: Iterable[int]
     return out
 
 
-def resolve(nodes: NodeMirror, conn: apsw.Connection, hits: Sequence[tuple[int, float]]
+def resolve(nodes: NodeMirror, conn: Connection, hits: Sequence[tuple[int, float]]
             ) -> list[tuple[int, float]]:
     """Hits mapped to their stand-ins (see :func:`stand_ins`), best score per stand-in, best
     first."""
@@ -79,7 +78,7 @@ def resolve(nodes: NodeMirror, conn: apsw.Connection, hits: Sequence[tuple[int, 
     return best_per_rid((stand[rid], score) for rid, score in hits if rid in stand)
 
 
-def seek_neighbour(nodes: NodeMirror, conn: apsw.Connection, namespace: str, rid: int,
+def seek_neighbour(nodes: NodeMirror, conn: Connection, namespace: str, rid: int,
                    step: int) -> int:
     """Mirror position of the nearest live node before/after ``rid`` (-1: none)."""
     op, order = ("<", "DESC") if step < 0 else (">", "ASC")
@@ -92,7 +91,7 @@ def seek_neighbour(nodes: NodeMirror, conn: apsw.Connection, namespace: str, rid
     return int(pos[0]) if len(pos) else -1
 
 
-def top(nodes: NodeMirror, conn: apsw.Connection, hits: Sequence[tuple[int, float]], k: int
+def top(nodes: NodeMirror, conn: Connection, hits: Sequence[tuple[int, float]], k: int
         ) -> list[tuple[int, float]]:
     """The best ``k`` of ``hits`` (best first) after :func:`resolve`, looking up stand-ins for as
     few of them as it takes: most hits are live and stand for themselves."""

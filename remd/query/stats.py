@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from remd.models import Stats
-from remd.store.sqlite import Store
+from remd.store.seam import Store
 
 __all__ = ["stats"]
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 
 from remd.config import InjectConfig
 from remd.index.graphcache import TagGraphCache
+from remd.store.seam import Connection
 
 
 @dataclass
@@ -76,7 +76,7 @@ class Specificity:
 SUBTYPES_PROBE = "SELECT 1 FROM tag_parents WHERE namespace = ? LIMIT 1"  # any hierarchy?
 
 
-def propagate(conn: apsw.Connection, cache: TagGraphCache, cfg: InjectConfig, namespace: str,
+def propagate(conn: Connection, cache: TagGraphCache, cfg: InjectConfig, namespace: str,
               specificity: Specificity, seeds: dict[int, tuple[str, float]]) -> Walk:
     """Walk from ``seeds`` (tag id -> (name, activation)) in the caller's snapshot."""
     walk = Walk()

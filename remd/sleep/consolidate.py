@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 
@@ -33,6 +32,7 @@ from remd.sleep.cluster import Cluster, specific_cap
 from remd.sleep.merge import synthesis_limit
 from remd.sleep.merge import target_tokens as target_tokens  # the density target
 from remd.sleep.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
+from remd.store.seam import Connection
 from remd.text.details import missing
 from remd.text.tagging import extract_entities, is_verb_form, normalise_tag
 from remd.text.words import STOP_WORDS
@@ -101,7 +101,7 @@ class ClusterWriter:
     """Commits one cluster per transaction (see the module docstring, step 4)."""
 
     def __init__(self, engine: Engine, namespace: str, run_id: str, now: float,
-                 members: Members, heartbeat: Callable[[apsw.Connection], None]) -> None:
+                 members: Members, heartbeat: Callable[[Connection], None]) -> None:
         self.engine = engine
         self.ns = namespace
         self.run_id = run_id
@@ -236,7 +236,7 @@ class ClusterWriter:
         return {"cluster_no": no, "status": status,
                 "size": len(members), "synthesis_id": synthesis_id, "reason": reason}
 
-    def _commit(self, conn: apsw.Connection, rows: list[tuple[Any, ...]],
+    def _commit(self, conn: Connection, rows: list[tuple[Any, ...]],
                 answer: SynthesisAnswer, members: list[int]) -> str:
         cfg = self.engine.config.rem
         rids = [int(r[0]) for r in rows]
@@ -278,7 +278,7 @@ class ClusterWriter:
         self.synthesis_rids.append(rid)  # embedded from its text after the run
         return sid
 
-    def _tags(self, conn: apsw.Connection, graph: GraphWriter, rid: int, members: list[int],
+    def _tags(self, conn: Connection, graph: GraphWriter, rid: int, members: list[int],
               answer: SynthesisAnswer) -> None:
         """Tag the synthesis with what its members are about: names, then specific nouns.
 
@@ -347,7 +347,7 @@ class ClusterWriter:
             chosen = sorted(usable, key=rank)[:1]
         graph.tag(rid, [(t, weight[t]) for t in chosen])
 
-    def _inherit(self, conn: apsw.Connection, graph: GraphWriter, sid: str,
+    def _inherit(self, conn: Connection, graph: GraphWriter, sid: str,
                  ids: list[str]) -> None:
         """Re-point the members' edges to and from outside the cluster onto the synthesis."""
         marks = ",".join("?" * len(ids))

@@ -21,9 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import apsw
-
 from remd.sleep.importance import DAY
+from remd.store.seam import Connection
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -35,7 +34,7 @@ FINGERPRINT = ("json_array(n.status, n.confidence, n.access_count, n.last_access
 _CHUNK = 500  # ids per IN (...) list
 
 
-def hold(conn: apsw.Connection, namespace: str, run_id: str, node_ids: Sequence[str],
+def hold(conn: Connection, namespace: str, run_id: str, node_ids: Sequence[str],
          at: float, days: float) -> int:
     """Hold the live memories ``node_ids`` back from later runs for ``days`` from ``at``, for
     the rolled-back ``run_id`` (inside the caller's transaction). A memory already held gets
@@ -58,7 +57,7 @@ def hold(conn: apsw.Connection, namespace: str, run_id: str, node_ids: Sequence[
     return held
 
 
-def release_run_nodes(conn: apsw.Connection, namespace: str, run_id: str) -> None:
+def release_run_nodes(conn: Connection, namespace: str, run_id: str) -> None:
     """Drop the holds on the synthesis nodes ``run_id`` created (its rollback deletes them)."""
     conn.execute("DELETE FROM rem_holds WHERE namespace = ? AND node_id IN "
                  "(SELECT id FROM nodes WHERE namespace = ? AND rem_run = ?)",
@@ -74,7 +73,7 @@ def held_rids(engine: Engine, namespace: str, at: float) -> set[int]:
         f"AND h.fingerprint = {FINGERPRINT}", (namespace, at))}
 
 
-def prune(conn: apsw.Connection, namespace: str) -> int:
+def prune(conn: Connection, namespace: str) -> int:
     """Drop the holds that can never apply again (inside the caller's transaction): on memories
     gone, no longer live (a run folded them), or changed since (an access count only grows).
     Expired ones stay: time is a parameter, and a run planned at an earlier ``now`` still sees

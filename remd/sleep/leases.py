@@ -13,7 +13,7 @@ import os
 import socket
 from typing import Any
 
-import apsw
+from remd.store.seam import Connection
 
 
 def lease_key(namespace: str) -> str:
@@ -35,13 +35,13 @@ def alive(lease: dict[str, Any], now: float, lease_seconds: float) -> bool:
     return True
 
 
-def read_lease(conn: apsw.Connection, namespace: str) -> dict[str, Any] | None:
+def read_lease(conn: Connection, namespace: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT value FROM remd_meta WHERE key = ?",
                        (lease_key(namespace),)).fetchone()
     return json.loads(row[0]) if row else None
 
 
-def write_lease(conn: apsw.Connection, namespace: str, run_id: str, at: float) -> None:
+def write_lease(conn: Connection, namespace: str, run_id: str, at: float) -> None:
     value = json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
                         "heartbeat": at})
     conn.execute("INSERT INTO remd_meta (key, value) VALUES (?, ?) ON CONFLICT (key) "

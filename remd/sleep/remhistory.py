@@ -8,13 +8,12 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import apsw
-
 from remd.errors import InvalidInput, quote
 from remd.models import MAX_SQL_INTEGER
 from remd.sleep.leases import alive, read_lease
 from remd.sleep.remruns import RemRun, RunStatus, get_run
 from remd.sleep.rollback import later_runs
+from remd.store.seam import Connection
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -60,7 +59,7 @@ class RunFolds:
     why_not: str  # why it cannot be rolled back ("" when it can)
 
 
-def _why_not(engine: Engine, conn: apsw.Connection, run: RemRun, now: float) -> str:
+def _why_not(engine: Engine, conn: Connection, run: RemRun, now: float) -> str:
     """Why :func:`remd.sleep.rollback.rollback` would refuse ``run`` now ("" if it would not)."""
     if run.status is RunStatus.ROLLED_BACK:
         return "already rolled back"

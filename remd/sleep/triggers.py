@@ -25,10 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from remd.models import TriggerReason
 from remd.sleep import holds
+from remd.store.seam import Connection
 
 if TYPE_CHECKING:
     from remd.config import TriggerConfig
@@ -88,7 +87,7 @@ class _Measures:
     contradicted: int = 0
 
 
-def _measure(conn: apsw.Connection, cfg: TriggerConfig, at: float,
+def _measure(conn: Connection, cfg: TriggerConfig, at: float,
              namespace: str | None) -> dict[str, _Measures]:
     """Every namespace's measures (or one namespace's), a grouped query per measure."""
     # One shape for both: "namespace = ?" lets each query use its namespace index.

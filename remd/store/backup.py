@@ -43,7 +43,7 @@ from remd.errors import BackupError, BackupUnsupported, DestinationExists
 from remd.logs import get_logger
 from remd.store.postgres import is_url, shown
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION
-from remd.store.sqlite import connect, int_scalar
+from remd.store.sqlite import connect
 
 log = get_logger("remd.store.backup")
 
@@ -306,3 +306,9 @@ def _sync_dir(directory: Path) -> None:
         os.fsync(dirfd)
     finally:
         os.close(dirfd)
+
+
+def int_scalar(conn: apsw.Connection, sql: str) -> int:
+    """The first column of the first row as an int (0 for no row or NULL)."""
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0

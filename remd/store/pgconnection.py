@@ -5,8 +5,10 @@ The engine's SQL is written once, in SQLite's dialect: :class:`PgConnection` run
 statement through :func:`remd.store.pgsql.translate` and offers the part of apsw's connection
 interface the engine uses (``execute`` returning a cursor, ``executemany``, ``total_changes``,
 ``in_transaction``), plus what saves round trips on a server: a read snapshot's memo,
-:meth:`PgConnection.prefetch` and :meth:`PgConnection.pipelined`. :func:`wrap` turns psycopg's
-errors into remd's. The pool and its transactions are :mod:`remd.store.postgres`'s.
+:meth:`PgConnection.prefetch` and :meth:`PgConnection.pipelined`; and PostgreSQL's side of the
+dialect differences of :class:`remd.store.seam.Connection` (the SQL: remd/store/pgsearch.py).
+:func:`wrap` turns psycopg's errors into remd's. The pool and its transactions are
+:mod:`remd.store.postgres`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from remd.errors import (
     StoreError,
     first_line,
 )
+from remd.store import pgsearch
 from remd.store.pgconnect import redact
 from remd.store.pgsql import as_arrays, group, translate
+from remd.store.seam import Match, Read
 
 if TYPE_CHECKING:
     import psycopg
@@ -59,10 +63,6 @@ def _value(v: Any) -> Any:
     return v
 
 
-# A read for PgConnection.prefetch: (SQL, parameters) or (SQL, parameters, binary).
-Read = tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], bool]
-
-
 def _key(sql: str, params: Any) -> tuple[str, tuple[Any, ...]]:
     """A read's key in a snapshot's memo (lists, e.g. an array parameter, as tuples)."""
     return sql, tuple(tuple(p) if isinstance(p, list) else p for p in params)
@@ -83,8 +83,6 @@ def _params(params: Any) -> Any:
 
 class PgConnection:
     """A pooled psycopg connection speaking to the engine as an apsw connection does."""
-
-    dialect = "postgresql"
 
     def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
         self.raw = conn
@@ -178,10 +176,11 @@ class PgConnection:
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid UTF-8") from exc
 
-    def prefetch(self, statements: Sequence[Read],
+    def prefetch(self, statements: Sequence[Read] | Callable[[], Sequence[Read]],
                  then: Callable[[], Sequence[Read]] | None = None) -> None:
         """Inside a read snapshot: send ``statements`` (reads: SQL and parameters, and
-        optionally True for :meth:`blobs`'s binary rows) in one pipeline, with the snapshot's
+        optionally True for :meth:`blobs`'s binary rows; or the callable that gives them, not
+        asked outside a snapshot) in one pipeline, with the snapshot's
         BEGIN when it has not gone yet, keeping their rows for when :meth:`execute` or
         :meth:`blobs` asks them. One round trip instead of one each, each statement bound
         and prepared as those methods do. ``then`` gives more reads once the first are on
@@ -190,6 +189,8 @@ class PgConnection:
         memo = self.memo
         if memo is None:
             return
+        if callable(statements):
+            statements = statements()
 
         def unread(reads: Sequence[Read]) -> dict[tuple[str, tuple[Any, ...]], Read]:
             todo: dict[tuple[str, tuple[Any, ...]], Read] = {}
@@ -246,6 +247,51 @@ class PgConnection:
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid UTF-8") from exc
         return cursors
+
+    # -- the dialect's differences (remd/store/seam.py; the SQL: remd/store/pgsearch.py) ------
+    def rows_per_tag(self, read: str, tids: Sequence[int], namespace: str, limit: int, *,
+                     named: bool) -> _Cursor:
+        cursor: _Cursor = pgsearch.rows_per_tag(self, read, tids, namespace, limit, named=named)
+        return cursor
+
+    def tokenize(self, utf8: bytes, *, query: bool) -> list[tuple[Any, ...]]:
+        return pgsearch.tokenize(utf8, query=query)
+
+    def scope(self, namespace: str) -> str:
+        return namespace  # each namespace's term statistics are its own
+
+    def count_read(self, scope: str, stem: str, quoted: str, limit: int
+                   ) -> tuple[str, tuple[Any, ...]]:
+        return pgsearch.COUNT, (scope, stem, limit)
+
+    def index_text(self, rid: int, namespace: str, content: str) -> None:
+        pgsearch.index_text(self, rid, namespace, content)
+
+    def unindex_text(self, rid: int, namespace: str, content: str) -> None:
+        pgsearch.unindex_text(self, rid, namespace)
+
+    def search_read(self, match: Match, limit: int, namespace: str, *, filtered: bool
+                    ) -> tuple[str, tuple[Any, ...]]:
+        return pgsearch.bm25_read(match, limit, namespace, filtered=filtered)
+
+    def search(self, match: Match, limit: int, namespace: str, *, filtered: bool
+               ) -> list[tuple[int, float]]:
+        scored = self.execute(*self.search_read(match, limit, namespace, filtered=filtered))
+        return [(int(rid), float(score)) for rid, score in scored]
+
+    def vector_read(self, namespace: str, keys: Sequence[int], table: str) -> Read:
+        return pgsearch.vector_read(namespace, keys, table)
+
+    def vector_rows(self, namespace: str, keys: Sequence[int], table: str
+                    ) -> list[tuple[Any, ...]]:
+        sql, params, _ = pgsearch.vector_read(namespace, keys, table)
+        return self.blobs(sql, params)
+
+    def log_filter(self, namespace: str) -> tuple[str, list[Any]]:
+        return "namespace = ? AND ", [namespace]
+
+    def log_intact(self, table: str, namespace: str, seen: int) -> bool:
+        return pgsearch.log_intact(self, table, namespace, seen)
 
     def script(self, sql: str) -> None:
         """Run several statements as they are (schema files: no translation)."""

@@ -29,17 +29,18 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
-from remd.errors import PoolExhausted, SchemaVersionError, StoreError
+from remd.errors import PoolExhausted, StoreError
 from remd.logs import get_logger
+from remd.store import pgsearch
 from remd.store import sqlite as store
 from remd.store.pgconnect import reach, redact
 from remd.store.pgconnection import PgConnection, wrap
+from remd.store.shared import Leases, refuse_unknown
 
 if TYPE_CHECKING:
-    import apsw
     import psycopg
 
 log = get_logger("remd.pgstore")
@@ -71,12 +72,6 @@ def is_url(path: object) -> bool:
     return isinstance(path, str) and path.startswith(URL_PREFIXES)
 
 
-def is_postgres(obj: object) -> bool:
-    """Whether ``obj`` (a store or one of its connections) is PostgreSQL's rather than
-    SQLite's."""
-    return getattr(obj, "dialect", "sqlite") == "postgresql"
-
-
 def shown(path: object) -> str:
     """``path`` as messages and logs may show it: a URL without its password."""
     return redact(path) if isinstance(path, str) and is_url(path) else str(path)
@@ -103,7 +98,7 @@ def _float8_dumper() -> type:
     return Float8
 
 
-class PgStore:
+class PgStore(Leases[PgConnection]):
     """A PostgreSQL database through a bounded pool; the interface of :class:`Store`."""
 
     def __init__(self, url: str, config: StoreConfig, *, create: bool = True) -> None:
@@ -116,7 +111,6 @@ class PgStore:
         self.path = url
         self.config = config
         self.create = create
-        self.dialect = "postgresql"
         self._local = threading.local()
         self._savepoints = itertools.count()
         self._closed = False
@@ -147,15 +141,8 @@ class PgStore:
             raise
 
     # -- the pool -----------------------------------------------------------------------
-    @property
-    def conn(self) -> apsw.Connection:
-        held = getattr(self._local, "conn", None)
-        if held is None:
-            raise StoreError("no connection is held by this thread (use Store.connection())")
-        return cast("apsw.Connection", held)
-
     @contextlib.contextmanager
-    def connection(self) -> Iterator[apsw.Connection]:
+    def connection(self) -> Iterator[PgConnection]:
         """A connection leased to this thread for the block (the held one when nested).
         Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
         import psycopg
@@ -163,7 +150,7 @@ class PgStore:
 
         held: PgConnection | None = getattr(self._local, "conn", None)
         if held is not None:
-            yield cast("apsw.Connection", held)
+            yield held
             return
         if self._closed:
             raise StoreError(f"database {redact(self.path)!r} is closed")
@@ -180,7 +167,7 @@ class PgStore:
         conn = PgConnection(raw, self.path)
         self._local.conn, self._local.depth = conn, 0
         try:
-            yield cast("apsw.Connection", conn)
+            yield conn
         finally:
             self._local.conn = None
             if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
@@ -190,19 +177,18 @@ class PgStore:
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[apsw.Connection]:
+    def transaction(self) -> Iterator[PgConnection]:
         """BEGIN + the write lock ... COMMIT; a SAVEPOINT when nested; rollback on error."""
-        with self.connection() as held:
-            conn = cast(PgConnection, held)
+        with self.connection() as conn:
             local = self._local
             if local.depth:
-                with store.savepoint(held, local, f"remd_sp{next(self._savepoints)}"):
-                    yield held
+                with store.savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
+                    yield conn
                 return
             local.depth = 1
             try:
                 conn.script("; ".join(_BEGIN))  # one round trip
-                yield held
+                yield conn
             except BaseException:
                 _rollback(conn)
                 raise
@@ -224,8 +210,7 @@ class PgStore:
                 for sql, params in statements:
                     held.execute(sql, params)
             return
-        with self.connection() as held:
-            conn = cast(PgConnection, held)
+        with self.connection() as conn:
             self._local.depth = 1
             try:
                 conn.pipelined([*((sql, ()) for sql in _BEGIN), *statements,
@@ -241,28 +226,24 @@ class PgStore:
         with self.connection() as conn:
             return conn.execute(sql, params).fetchall()
 
-    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
-        rows = self.query(sql, params)
-        return rows[0] if rows else None
-
-    def scalar(self, sql: str, params: Any = ()) -> Any:
-        row = self.one(sql, params)
-        return None if row is None else row[0]
+    def exact_scan(self, namespace: str, query: Any, k: int) -> list[tuple[int, float]]:
+        """(rid, cosine distance) of the k nearest of every stored vector of the namespace,
+        nearest first: compared in process (remd/store/pgsearch.py: no vector functions)."""
+        return pgsearch.exact_scan(self, namespace, query, k)
 
     @contextlib.contextmanager
-    def snapshot(self) -> Iterator[apsw.Connection]:
+    def snapshot(self) -> Iterator[PgConnection]:
         """A REPEATABLE READ transaction: several reads that see one state."""
-        with self.connection() as held:
-            conn = cast(PgConnection, held)
+        with self.connection() as conn:
             local = self._local
             if local.depth:
-                yield held
+                yield conn
                 return
             conn.pending = "BEGIN ISOLATION LEVEL REPEATABLE READ"
             local.depth = 1
             conn.memo = {}
             try:
-                yield held
+                yield conn
             finally:
                 conn.memo = None
                 conn.pending = ""  # never sent: nothing to end
@@ -272,16 +253,13 @@ class PgStore:
     # -- schema -------------------------------------------------------------------------
     def applied(self) -> list[str]:
         with self.connection() as held:
-            return self._recorded(cast(PgConnection, held))
+            return self._recorded(held)
 
     @staticmethod
     def _recorded(conn: PgConnection) -> list[str]:
         if not conn.execute("SELECT to_regclass('remd_migrations') IS NOT NULL").fetchone()[0]:  # type: ignore[index]
             return []
         return [str(r[0]) for r in conn.execute("SELECT name FROM remd_migrations ORDER BY seq")]
-
-    def schema_version(self) -> int:
-        return len(self.applied())
 
     def pending_migrations(self) -> list[str]:
         """The names of this code's migrations the database lacks (none: current)."""
@@ -297,8 +275,7 @@ class PgStore:
     def migrate(self) -> None:
         """Apply the migrations the database lacks; refuse a newer one (SchemaVersionError)
         and a database that holds tables but is not remd's (StoreError)."""
-        with self.connection() as held:
-            conn = cast(PgConnection, held)
+        with self.connection() as conn:
             if not self._pending(self._recorded(conn)):
                 return
             if not self.create and not self._recorded(conn):  # as a missing file is
@@ -323,11 +300,7 @@ class PgStore:
                     (str(len(PG_MIGRATIONS)),))
 
     def _pending(self, done: Sequence[str]) -> list[str]:
-        unknown = [name for name in done if name not in PG_MIGRATIONS]
-        if unknown:
-            raise SchemaVersionError(
-                f"database {redact(self.path)!r} has migration {unknown[0]!r} ({len(done)} in "
-                f"all), newer than this remd ({len(PG_MIGRATIONS)}); upgrade remd")
+        refuse_unknown(redact(self.path), done, PG_MIGRATIONS)
         return [name for name in PG_MIGRATIONS if name not in done]
 
     def close(self) -> None:

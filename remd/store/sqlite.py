@@ -28,12 +28,15 @@ from remd.errors import (
     DatabaseLocked,
     InvalidInput,
     PoolExhausted,
-    SchemaVersionError,
     StoreError,
 )
 from remd.logs import get_logger
 from remd.store.checkpoints import Checkpointer
+from remd.store.quantisation import to_int8
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
+from remd.store.seam import Connection
+from remd.store.shared import Leases, refuse_unknown
+from remd.store.sqlitedialect import SqliteConnection
 from remd.store.walfiles import check_reader, keep, why_read_only
 
 log = get_logger("remd.store")
@@ -63,7 +66,7 @@ def _wrap(exc: apsw.Error, path: str) -> StoreError:
     return StoreError(f"database {path!r}: {exc}")
 
 
-def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> apsw.Connection:
+def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> SqliteConnection:
     """Open ``path`` with remd's pragmas and sqlite-vec loaded.
 
     A new file is created with mode 0600 (SQLite then gives the -wal and -shm files the same
@@ -84,7 +87,7 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
     check_reader(path)
     flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
     try:
-        conn = apsw.Connection(path, flags=flags)
+        conn = SqliteConnection(path, flags=flags)
         conn.set_busy_timeout(config.busy_timeout_ms)
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
@@ -101,7 +104,7 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> ap
     return conn
 
 
-def int_scalar(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> int:
+def int_scalar(conn: Connection, sql: str, params: Sequence[Any] = ()) -> int:
     """The first column of the first row as an int (0 for no row or NULL), on ``conn`` as it
     is: for reads inside a snapshot the caller already holds (``max(seq)`` of a change log)."""
     row = conn.execute(sql, params).fetchone()
@@ -111,7 +114,7 @@ def int_scalar(conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> i
 _IN_CHUNK = 500  # ids bound per statement by rows_in
 
 
-def rows_in(conn: apsw.Connection, sql: str, ids: Sequence[int],
+def rows_in(conn: Connection, sql: str, ids: Sequence[int],
             before: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
     """The rows of ``sql`` for ``ids``, bound as the ``IN ({marks})`` list it holds (after the
     parameters ``before`` it, such as a namespace), in statements of at most 500 ids
@@ -167,7 +170,7 @@ def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
         delay = min(0.1, delay * 2)
 
 
-class Store:
+class Store(Leases[SqliteConnection]):
     """The file, through a bounded pool of connections shared by every thread of the process.
 
     A thread that needs the file leases one connection for the outermost ``transaction``,
@@ -188,7 +191,7 @@ class Store:
         # ":memory:" is one database per connection: the pool keeps it to one.
         size = 1 if self.path == ":memory:" else config.max_connections
         self._slots = threading.BoundedSemaphore(size)
-        self._idle: list[apsw.Connection] = []
+        self._idle: list[SqliteConnection] = []
         self._idle_lock = threading.Lock()
         self._local = threading.local()
         self._savepoints = itertools.count()
@@ -203,27 +206,18 @@ class Store:
         self._logs = tuple(t for t, v in _LOG_VERSIONS if self.schema_version() >= v)
 
     # -- the pool -----------------------------------------------------------------------
-    def _open(self) -> apsw.Connection:
+    def _open(self) -> SqliteConnection:
         conn = connect(self.path, self.config, create=self.create)
         self.opened += 1
         if self.checkpointer is not None:
             conn.set_wal_hook(self.checkpointer.hook)
         return conn
 
-    @property
-    def conn(self) -> apsw.Connection:
-        """The connection this thread holds (inside a ``connection``, ``snapshot`` or
-        ``transaction`` block). Raises StoreError outside one."""
-        held: apsw.Connection | None = getattr(self._local, "conn", None)
-        if held is None:
-            raise StoreError("no connection is held by this thread (use Store.connection())")
-        return held
-
     @contextlib.contextmanager
-    def connection(self) -> Iterator[apsw.Connection]:
+    def connection(self) -> Iterator[SqliteConnection]:
         """A connection leased to this thread for the block (the one it holds already, when
         nested). Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
-        held: apsw.Connection | None = getattr(self._local, "conn", None)
+        held: SqliteConnection | None = getattr(self._local, "conn", None)
         if held is not None:
             yield held
             return
@@ -269,7 +263,7 @@ class Store:
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[apsw.Connection]:
+    def transaction(self) -> Iterator[SqliteConnection]:
         """``BEGIN IMMEDIATE`` ... ``COMMIT``; a SAVEPOINT when nested; rollback on any error.
 
         Retries BEGIN with jittered backoff when another process holds the write lock past the
@@ -310,7 +304,7 @@ class Store:
             for sql, params in statements:
                 conn.execute(sql, params)
 
-    def _begin(self, conn: apsw.Connection) -> None:
+    def _begin(self, conn: SqliteConnection) -> None:
         for attempt in range(self.config.lock_retries + 1):
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -333,16 +327,17 @@ class Store:
             except UnicodeEncodeError as exc:  # a caller's string with a lone surrogate
                 raise InvalidInput("value is not valid UTF-8") from exc
 
-    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
-        rows = self.query(sql, params)
-        return rows[0] if rows else None
-
-    def scalar(self, sql: str, params: Any = ()) -> Any:
-        row = self.one(sql, params)
-        return None if row is None else row[0]
+    def exact_scan(self, namespace: str, query: Any, k: int) -> list[tuple[int, float]]:
+        """(rid, cosine distance) of the k nearest of every stored vector of the namespace
+        (every status), nearest first: sqlite-vec's ``vec_distance_cosine`` over the stored
+        vectors (the query in the stored int8 form)."""
+        blob = to_int8(query)[0].tobytes()
+        return [(int(r), float(d)) for r, d in self.query(
+            "SELECT rid, vec_distance_cosine(vec_int8(vec), vec_int8(?)) AS d FROM node_vec_bit "
+            "WHERE namespace = ? ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
 
     @contextlib.contextmanager
-    def snapshot(self) -> Iterator[apsw.Connection]:
+    def snapshot(self) -> Iterator[SqliteConnection]:
         """A read transaction: several reads that see one consistent state of the file."""
         with self.connection() as conn:
             local = self._local
@@ -374,18 +369,13 @@ class Store:
             except apsw.Error as exc:  # not a database, corrupt: a StoreError, not apsw's
                 raise _wrap(exc, self.path) from exc
 
-    def _recorded(self, conn: apsw.Connection) -> list[str]:
+    def _recorded(self, conn: SqliteConnection) -> list[str]:
         """Migration names recorded in the file (none before 0001 made the table)."""
         if not int_scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
                                 "AND name = 'remd_migrations'"):
             return []
         return [str(r[0]) for r in conn.execute(
             "SELECT name FROM remd_migrations ORDER BY rowid")]
-
-    def schema_version(self) -> int:
-        """How many of this code's migrations the file has (a file newer than this code has
-        more than SCHEMA_VERSION)."""
-        return len(self.applied())
 
     def pending_migrations(self) -> list[str]:
         """The names of this code's migrations the file lacks (none: the schema is current).
@@ -432,12 +422,7 @@ class Store:
     def _pending(self, done: list[str]) -> list[tuple[str, Step]]:
         """The migrations ``done`` lacks, in order. Raises SchemaVersionError when ``done``
         holds one this code does not know (the file was written by a newer remd)."""
-        known = {name for name, _ in MIGRATIONS}
-        unknown = [name for name in done if name not in known]
-        if unknown:
-            raise SchemaVersionError(
-                f"database {self.path!r} has migration {unknown[0]!r} ({len(done)} in all), "
-                f"newer than this remd ({SCHEMA_VERSION}); upgrade remd")
+        refuse_unknown(self.path, done, [name for name, _ in MIGRATIONS])
         have = set(done)
         return [(name, sql) for name, sql in MIGRATIONS if name not in have]
 
@@ -455,7 +440,7 @@ class Store:
 
 
 @contextlib.contextmanager
-def savepoint(conn: apsw.Connection, local: threading.local, name: str) -> Iterator[None]:
+def savepoint(conn: Connection, local: threading.local, name: str) -> Iterator[None]:
     """A transaction nested in the one ``conn`` is in (either store's): rolled back alone on
     any error; ``local.depth`` counts the nesting."""
     conn.execute(f"SAVEPOINT {name}")

@@ -18,14 +18,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from remd.checks import check_field, check_source, check_storable, check_text
 from remd.config import Config
 from remd.errors import InvalidInput, quote
 from remd.ids import derived_id, new_id
 from remd.models import EdgeType, Node, NodeKind, NodeStatus
 from remd.query.nodes import NODE_COLUMNS, from_rows
+from remd.store.seam import Connection
 from remd.text.tagging import normalise_tag
 from remd.text.tagnames import check_tags
 from remd.write.ingest import Draft, Writer
@@ -319,7 +318,7 @@ def read_lines(lines: Iterable[str], config: Config, now: float) -> ImportBatch:
     return ImportBatch(drafts=tuple(drafts), edges=tuple(edges))
 
 
-def _absent(conn: apsw.Connection, namespace: str,
+def _absent(conn: Connection, namespace: str,
             edges: Sequence[EdgeLine]) -> list[EdgeLine]:
     """The edges not in the namespace yet (live or retired by REM), so an export imported
     twice adds its edges once; an edge the file repeats is added as often as it repeats it
@@ -343,7 +342,7 @@ def _absent(conn: apsw.Connection, namespace: str,
     return out
 
 
-def _hierarchy_size(conn: apsw.Connection, namespace: str) -> int:
+def _hierarchy_size(conn: Connection, namespace: str) -> int:
     row = conn.execute("SELECT count(*) FROM tag_parents WHERE namespace = ?",
                        (namespace,)).fetchone()
     return int(str(row[0])) if row else 0

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
 import numpy.typing as npt
 
 from remd.index.lexical import index_text, unindex_text
 from remd.index.vectors import write_sentence_vectors, write_vectors
 from remd.models import EdgeType
+from remd.store.seam import Connection
 
 NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
 COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
@@ -53,7 +53,7 @@ class NodeRow:
     rem_run: str | None = None  # the REM run that wrote it (a synthesis)
 
 
-def mark_embedded(conn: apsw.Connection, keys: Sequence[tuple[str, int]]) -> None:
+def mark_embedded(conn: Connection, keys: Sequence[tuple[str, int]]) -> None:
     """Record that the nodes ``(namespace, rid)`` have their vectors (any namespaces)."""
     conn.executemany("UPDATE nodes SET embedded = 1 WHERE namespace = ? AND rid = ?", keys)
 
@@ -61,7 +61,7 @@ def mark_embedded(conn: apsw.Connection, keys: Sequence[tuple[str, int]]) -> Non
 class GraphWriter:
     """The graph of one namespace, written through one connection in the caller's transaction."""
 
-    def __init__(self, conn: apsw.Connection, namespace: str) -> None:
+    def __init__(self, conn: Connection, namespace: str) -> None:
         self.conn = conn
         self.ns = namespace
         self._tids: dict[str, int] = {}

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import apsw
-
 from remd.config import Config
 from remd.ids import new_id
 from remd.models import EdgeType, NodeKind, NodeStatus
+from remd.store.seam import Connection
 from remd.text.facts import parse_facts
 from remd.text.links import parse_links
 from remd.text.tagging import extract_tags
@@ -62,7 +61,7 @@ def _same_value(stored: object, value: str | None) -> bool:
 class Writer:
     """Writes drafts through one connection inside the caller's transaction."""
 
-    def __init__(self, conn: apsw.Connection, namespace: str, config: Config,
+    def __init__(self, conn: Connection, namespace: str, config: Config,
                  counter: TokenCounter) -> None:
         self.conn = conn
         self.ns = namespace
@@ -123,7 +122,7 @@ class Writer:
                 superseded.append((str(old_id), created))
                 if _same_value(old_value, fact_value):
                     # A restatement confirms the fact: it keeps its start and gains trust.
-                    confidence = max(confidence, min(1.0, float(old_conf) + CONFIRM_STEP))  # type: ignore[arg-type]
+                    confidence = max(confidence, min(1.0, float(old_conf) + CONFIRM_STEP))
                     if old_from is not None:
                         start = float(old_from)
                         valid_from = min(valid_from or start, start)

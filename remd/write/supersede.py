@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 
@@ -35,6 +34,7 @@ from remd.errors import InvalidInput, NotFound
 from remd.index.vectors import BitIndex, exact, unit
 from remd.logs import get_logger
 from remd.models import EdgeType
+from remd.store.seam import Connection
 from remd.store.sqlite import rows_in
 from remd.text.updates import CROWD_BAND, UNALIKE, Verdict, VerdictKind, judge, read
 from remd.write.graph import GraphWriter
@@ -77,7 +77,7 @@ class Other:
     created_at: float
 
 
-def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh], at: float, *,
+def judge_pending(conn: Connection, namespace: str, fresh: Sequence[Fresh], at: float, *,
                   bits: BitIndex | None = None) -> list[Decision]:
     """Judge ``fresh`` memories (this namespace's, in its write transaction) against the live
     ones and each other; write the decisions; mark them judged. Returns the decisions."""
@@ -133,7 +133,7 @@ def judge_pending(conn: apsw.Connection, namespace: str, fresh: Sequence[Fresh],
     return decisions
 
 
-def _fact_keys(conn: apsw.Connection, ns: str, rids: Sequence[int]) -> dict[int, str]:
+def _fact_keys(conn: Connection, ns: str, rids: Sequence[int]) -> dict[int, str]:
     """rid -> fact key, of those the fact grammar parsed (remd.text.facts)."""
     marks = ",".join("?" * len(rids))
     rows: Any = conn.execute(f"SELECT rid, fact_key FROM nodes WHERE namespace = ? AND rid IN "
@@ -141,7 +141,7 @@ def _fact_keys(conn: apsw.Connection, ns: str, rids: Sequence[int]) -> dict[int,
     return {int(r): str(k) for r, k in rows}
 
 
-def nearest_live(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | None
+def nearest_live(conn: Connection, ns: str, new: Fresh, bits: BitIndex | None
                  ) -> list[tuple[Other, float]]:
     """The live memories nearest to ``new``: (memory, cosine) best first, at most JUDGED."""
     keys: set[int] = set()
@@ -166,7 +166,7 @@ def nearest_live(conn: apsw.Connection, ns: str, new: Fresh, bits: BitIndex | No
                     created_at=float(rows[r][3])), ranked[r]) for r in best[:JUDGED]]
 
 
-def decided_by(conn: apsw.Connection, ns: str, newer: str) -> list[Other]:
+def decided_by(conn: Connection, ns: str, newer: str) -> list[Other]:
     """The memories the offline detector decided ``newer`` updates (superseded or live)."""
     rows: Any = conn.execute(
         "SELECT n.rid, n.id, n.content, n.created_at FROM edges e JOIN nodes n "
@@ -177,7 +177,7 @@ def decided_by(conn: apsw.Connection, ns: str, newer: str) -> list[Other]:
             for r, i, c, t in rows]
 
 
-def _tag_neighbours(conn: apsw.Connection, ns: str, rid: int) -> list[int]:
+def _tag_neighbours(conn: Connection, ns: str, rid: int) -> list[int]:
     """Live memories sharing the most of ``rid``'s specific tags (each on at most TAG_CAP)."""
     # CROSS JOIN keeps SQLite's join order: the memory's few tags first, then each tag's
     # live members by node_tags_live_top (left to itself it scanned the namespace's tags).
@@ -192,7 +192,7 @@ def _tag_neighbours(conn: apsw.Connection, ns: str, rid: int) -> list[int]:
     return [int(r[0]) for r in rows]
 
 
-def _vetoes(conn: apsw.Connection, ns: str, ids: Sequence[str]) -> set[tuple[str, str]]:
+def _vetoes(conn: Connection, ns: str, ids: Sequence[str]) -> set[tuple[str, str]]:
     """(newer, older) pairs touching ``ids`` whose decision the user undid."""
     marks = ",".join("?" * len(ids))
     rows: Any = conn.execute(
@@ -201,7 +201,7 @@ def _vetoes(conn: apsw.Connection, ns: str, ids: Sequence[str]) -> set[tuple[str
     return {(str(src), str(dst)) for src, dst in rows}
 
 
-def _write(conn: apsw.Connection, ns: str, d: Decision, at: float) -> None:
+def _write(conn: Connection, ns: str, d: Decision, at: float) -> None:
     verdict = d.verdict
     graph = GraphWriter(conn, ns)
     if verdict.kind is VerdictKind.UPDATE:
@@ -223,7 +223,7 @@ class Restored:
     by: tuple[str, ...]  # the memories whose decision was undone
 
 
-def restore(conn: apsw.Connection, ns: str, node_id: str) -> Restored:
+def restore(conn: Connection, ns: str, node_id: str) -> Restored:
     """Undo the decisions that ``node_id`` was updated: it is live again, the SUPERSEDES and
     CONTRADICTS edges into it are retired by the user, and the same pairs are never decided
     again. Raises NotFound (no such memory), InvalidInput (nothing says it was updated, or it
@@ -250,10 +250,10 @@ def restore(conn: apsw.Connection, ns: str, node_id: str) -> Restored:
                     by=tuple(str(src) for _, src in edges))
 
 
-Judge = Callable[[apsw.Connection, str, Sequence[Fresh], float], list[Decision]]
+Judge = Callable[[Connection, str, Sequence[Fresh], float], list[Decision]]
 
 
-def apply_judgement(conn: apsw.Connection, ns: str, newer: str, relations: dict[str, str],
+def apply_judgement(conn: Connection, ns: str, newer: str, relations: dict[str, str],
                     at: float, model: str) -> int:
     """Write a model's judgement of a new memory against older ones (:mod:`remd.llm.judge`):
     "update" supersedes the older one (an offline CONTRADICTS edge between them is replaced),
@@ -285,7 +285,7 @@ def apply_judgement(conn: apsw.Connection, ns: str, newer: str, relations: dict[
     return changed
 
 
-def contradictions(conn: apsw.Connection, ns: str, memory_id: str | None = None
+def contradictions(conn: Connection, ns: str, memory_id: str | None = None
                    ) -> list[tuple[str, str, float, str | None]]:
     """(newer, older, confidence, reason) of live memories joined by a live CONTRADICTS edge
     (update detection's "probably", or a ``[[memory:id]] contradicts`` link), newest edge

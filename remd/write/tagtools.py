@@ -14,11 +14,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import apsw
-
 from remd.errors import Conflict, InvalidInput, NotFound, quote
 from remd.models import MAX_SQL_INTEGER, Node
 from remd.query.nodes import NODE_COLUMNS, from_rows
+from remd.store.seam import Connection
 from remd.text.tagging import normalise_tag
 from remd.write.graph import GraphWriter
 
@@ -29,13 +28,13 @@ FANOUT = 32  # co-occurrence edges followed per tag, as in inject
 MAX_HIERARCHY = 10_000  # tags visited by one hierarchy traversal (a guard, not a real limit)
 
 
-def _tag_id(conn: apsw.Connection, namespace: str, name: str) -> int | None:
+def _tag_id(conn: Connection, namespace: str, name: str) -> int | None:
     row = conn.execute("SELECT tid FROM tags WHERE namespace = ? AND name = ?",
                        (namespace, name)).fetchone()
     return None if row is None else int(row[0])
 
 
-def _need(conn: apsw.Connection, namespace: str, raw: str) -> tuple[int, str]:
+def _need(conn: Connection, namespace: str, raw: str) -> tuple[int, str]:
     name = normalise_tag(raw)
     tid = _tag_id(conn, namespace, name)
     if tid is None:
@@ -43,11 +42,11 @@ def _need(conn: apsw.Connection, namespace: str, raw: str) -> tuple[int, str]:
     return tid, name
 
 
-def _ensure(conn: apsw.Connection, namespace: str, name: str, now: float) -> int:
+def _ensure(conn: Connection, namespace: str, name: str, now: float) -> int:
     return GraphWriter(conn, namespace).tag_id(name, now)
 
 
-def _walk(conn: apsw.Connection, ns: str, start: int, sql: str) -> list[int]:
+def _walk(conn: Connection, ns: str, start: int, sql: str) -> list[int]:
     """Breadth-first over tag_parents with ``sql`` (? for the namespace, then the tag), start
     excluded."""
     seen = {start}
@@ -68,7 +67,7 @@ def _walk(conn: apsw.Connection, ns: str, start: int, sql: str) -> list[int]:
 _UP = "SELECT parent FROM tag_parents WHERE namespace = ? AND child = ?"
 
 
-def _in_cycle(conn: apsw.Connection, ns: str, tid: int) -> bool:
+def _in_cycle(conn: Connection, ns: str, tid: int) -> bool:
     """Whether going up the hierarchy from ``tid`` comes back to it."""
     seen: set[int] = set()
     frontier = [tid]
@@ -88,7 +87,7 @@ _DOWN = "SELECT child FROM tag_parents WHERE namespace = ? AND parent = ?"
 
 
 # -- IS_SUBTYPE_OF -------------------------------------------------------------------------------
-def add_subtype(conn: apsw.Connection, namespace: str, child_name: str, parent_name: str,
+def add_subtype(conn: Connection, namespace: str, child_name: str, parent_name: str,
                 now: float, *, create_child: bool = False) -> None:
     """Record ``child IS_SUBTYPE_OF parent`` inside the caller's transaction.
 
@@ -112,7 +111,7 @@ def add_subtype(conn: apsw.Connection, namespace: str, child_name: str, parent_n
                  (namespace, c, p))
 
 
-def remove_subtype(conn: apsw.Connection, namespace: str, child_name: str,
+def remove_subtype(conn: Connection, namespace: str, child_name: str,
                    parent_name: str) -> bool:
     """Remove the link if present; returns whether it was. Raises NotFound for unknown tags."""
     c, _ = _need(conn, namespace, child_name)
@@ -121,7 +120,7 @@ def remove_subtype(conn: apsw.Connection, namespace: str, child_name: str,
                         "RETURNING 1", (namespace, c, p)).fetchone() is not None
 
 
-def _names(conn: apsw.Connection, ns: str, tids: Sequence[int]) -> list[str]:
+def _names(conn: Connection, ns: str, tids: Sequence[int]) -> list[str]:
     if not tids:
         return []
     marks = ",".join("?" * len(tids))
@@ -151,7 +150,7 @@ class TagCluster:
     memories: tuple[Node, ...]  # live memories carrying cluster tags, strongest first
 
 
-def _cluster(conn: apsw.Connection, ns: str, seed: int, depth: int, decay: float
+def _cluster(conn: Connection, ns: str, seed: int, depth: int, decay: float
              ) -> dict[int, float]:
     act = {seed: 1.0}
     frontier = [seed]
