@@ -81,8 +81,9 @@ def test_the_patterns_find_what_they_look_for() -> None:
         if what in ("a full-text row", "a vector row"):
             continue  # written by the index functions the writer calls
         assert any(re.search(pattern, t) for t in texts), what
-    calls = {n.func.id for n in ast.walk(ast.parse(WRITER.read_text()))
-             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    calls = {n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+             for n in ast.walk(ast.parse(WRITER.read_text()))
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)}
     assert calls >= OWNED_CALLS
 
 

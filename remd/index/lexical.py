@@ -168,17 +168,6 @@ def stem_counts(conn: Connection, text: str) -> Counter[str]:
     return Counter(str(t[2]) for t in conn.tokenize(text.encode("utf-8"), query=False))
 
 
-def index_text(conn: Connection, rid: int, namespace: str, content: str) -> None:
-    """Add a new memory's text to the lexical index (inside the caller's transaction): FTS5's
-    on SQLite, the namespace's term index on PostgreSQL (remd/store/pgsearch.py)."""
-    conn.index_text(rid, namespace, content)
-
-
-def unindex_text(conn: Connection, rid: int, namespace: str, content: str) -> None:
-    """Remove a memory's text from the lexical index (a REM rollback deleting a synthesis)."""
-    conn.unindex_text(rid, namespace, content)
-
-
 def match_expression(conn: Connection, namespace: str, terms: dict[str, str],
                      counts: TermCounts, *, max_postings: int) -> Match | None:
     """The rarer of ``terms`` (:func:`query_terms`) while their postings stay within

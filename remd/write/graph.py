@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy.typing as npt
 
-from remd.index.lexical import index_text, unindex_text
 from remd.index.vectors import write_sentence_vectors, write_vectors
 from remd.models import EdgeType
 from remd.store.seam import Connection
@@ -81,7 +80,7 @@ class GraphWriter:
         ).fetchone()
         assert got is not None
         rid = int(got[0])
-        index_text(self.conn, rid, self.ns, row.content)
+        self.conn.index_text(rid, self.ns, row.content)  # the lexical index (FTS5 / terms)
         return rid
 
     def remove_node(self, rid: int, content: str) -> None:
@@ -91,7 +90,7 @@ class GraphWriter:
         conn.execute("UPDATE tags SET df = max(df - 1, 0) WHERE namespace = ? AND tid IN "
                      "(SELECT tid FROM node_tags WHERE namespace = ? AND rid = ?)",
                      (ns, ns, rid))
-        unindex_text(conn, rid, ns, content)
+        conn.unindex_text(rid, ns, content)
         for table in ("node_tags", "node_vec_bit", "sentence_vec", "access_log", "nodes"):
             conn.execute(f"DELETE FROM {table} WHERE namespace = ? AND rid = ?", (ns, rid))
 
