@@ -31,7 +31,7 @@ from tests.test_http import serve
 from tests.test_mcp import session
 
 REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
-REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"  # moved from README
+MCP_DOCS = Path(__file__).resolve().parent.parent / "docs" / "mcp.md"
 WRITTEN = ("nodes", "packs", "pack_items", "feedback", "access_log")
 
 
@@ -193,14 +193,13 @@ def test_mcp_arguments_are_strict_and_closed_like_http_bodies(db_path: Path) -> 
 
 
 def _documented() -> str:
-    """The MCP section of docs/reference.md."""
-    reference = REFERENCE.read_text()
-    section = reference[reference.index("## MCP server"):reference.index("## Inject")]
-    assert "Error executing tool" in section, "docs/reference.md does not say what a client sees"
-    return section
+    """The MCP page, docs/mcp.md."""
+    page = MCP_DOCS.read_text()
+    assert "Error executing tool" in page, "docs/mcp.md does not say what a client sees"
+    return page
 
 
-def test_mcp_errors_reach_the_client_as_the_readme_says(db_path: Path) -> None:
+def test_mcp_errors_reach_the_client_as_the_docs_say(db_path: Path) -> None:
     seen: list[str] = []
 
     async def body(client: Client) -> None:
@@ -306,7 +305,7 @@ def test_the_summary_comes_when_its_window_ends_and_counts_every_request(db_path
                 base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
             assert api.post("/v1/memories", json={"content": "a note"}).status_code == 201
             assert api.get("/v1/nothing-here").status_code == 404
-            assert api.delete("/v1/memories/abc").status_code == 405
+            assert api.put("/v1/memories/abc").status_code == 405
             assert raw_request(server.port, "POST /v1/memories HTTP/1.1\nHost: x\n"
                                "Content-Length: abc\n").status_code == 400
             deadline = time.monotonic() + 60  # generous: only the event is waited for

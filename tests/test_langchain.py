@@ -17,8 +17,8 @@ pytest.importorskip("langgraph")
 
 # LangGraph 1.x warns that create_react_agent moved to `langchain.agents.create_agent`. The
 # `langchain` package is not among the test dependencies (langchain-core and langgraph are), and
-# the README shows create_agent, so this module keeps the LangGraph loop and silences exactly
-# that one warning.
+# docs/integrations.md shows create_agent, so this module keeps the LangGraph loop and silences
+# exactly that one warning.
 pytestmark = pytest.mark.filterwarnings(
     "ignore:create_react_agent has been moved:langgraph.warnings.LangGraphDeprecatedSinceV10")
 

@@ -34,7 +34,7 @@ def to_int8(vectors: npt.ArrayLike) -> npt.NDArray[np.int8]:
     vector (384 bytes). Cosine similarity ignores the scale, so sqlite-vec's
     ``vec_distance_cosine`` works on these directly; on LoCoMo's real MiniLM embeddings the
     cosine moves by at most 0.002 and the top-1 neighbour of every question is unchanged
-    (README, "Vectors")."""
+    (docs/inject.md, "Vectors")."""
     m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
     if m.shape[1] != DIM:
         raise ValueError(f"vectors must have {DIM} dimensions, not {m.shape[1]}")
