@@ -258,8 +258,8 @@ def _summary(path: str, version: int) -> Copy:
         pages = int_scalar(conn, "PRAGMA page_count")
         namespaces = {str(ns): NamespaceCount(live=int(live or 0), total=int(total))
                       for ns, total, live in conn.execute(
-                          "SELECT namespace, count(*), sum(status = 'live') FROM nodes "
-                          "GROUP BY namespace ORDER BY namespace")}
+                          "SELECT namespace, count(*), sum(CASE WHEN status = 'live' THEN 1 "
+                          "ELSE 0 END) FROM nodes GROUP BY namespace ORDER BY namespace")}
     finally:
         conn.close()
     return Copy(path=path, pages=pages, bytes=os.path.getsize(path), schema_version=version,
