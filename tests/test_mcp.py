@@ -34,7 +34,9 @@ def params(db: Path, *extra: str) -> StdioServerParameters:
         command=sys.executable,
         args=["-c", "import sys; from remd.cli.main import main; sys.exit(main())",
               "--db", str(db), *extra, "mcp"],
-        env={k: v for k, v in os.environ.items() if k.startswith(("REMD_", "TIKTOKEN", "XDG"))},
+        # PYTHONPATH: a checkout run from elsewhere serves its own remd, not an installed one
+        env={k: v for k, v in os.environ.items()
+             if k.startswith(("REMD_", "TIKTOKEN", "XDG", "PYTHONPATH"))},
         cwd=str(_workdir(db)))
 
 

@@ -187,3 +187,11 @@ def test_a_composite_key_upsert_runs(pg_store: PgStore) -> None:
                          "score, tokens, importance, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          ("ns", "p1", 1, rid, 0.5, 10, 0.1, "tag"))
     assert pg_store.query("SELECT rank, rid FROM pack_items") == [(1, 6)]
+
+
+def test_rowid_of_a_table_that_has_one_on_postgresql_is_kept() -> None:
+    """rem_runs has a real rowid column on PostgreSQL (insertion order); other tables do not."""
+    sql = "SELECT run_id FROM rem_runs WHERE namespace = ? ORDER BY rowid DESC"
+    assert "rowid" in translate(sql, bound=True)
+    with pytest.raises(StoreError, match="rowid"):
+        translate("SELECT id FROM nodes ORDER BY rowid", bound=False)
