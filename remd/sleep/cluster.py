@@ -180,6 +180,146 @@ def specific_cap(config: RemConfig, live_count: int) -> int:
     return max(config.max_cluster_size, int(config.tag_max_share * live_count))
 
 
+class _Subjects:
+    """What each flagged memory is about: its specific tags (``named``), their IDF, and its
+    principal name (the rarest of its names some other memory carries too)."""
+
+    def __init__(self, tags: Sequence[Collection[int]], names: Sequence[Collection[int]],
+                 tag_df: Mapping[int, int], specific: set[int], live_count: int) -> None:
+        n = len(tags)
+        self.idf = {t: math.log(max(live_count, 1) / tag_df[t]) for t in specific}
+        self.named = [frozenset(t for t in ts if t in specific) for ts in tags]
+        # A memory's principal name: its most specific name that some other memory also
+        # carries, else its most specific tag that one does ("launched" can be rarer than
+        # "Risris").
+        shared = [frozenset(t for t in ns if tag_df[t] >= 2) for ns in self.named]
+        own = [frozenset(names[i]) & shared[i] if i < len(names) else frozenset()
+               for i in range(n)]
+        candidates = [own[i] or shared[i] for i in range(n)]
+        self.principal = [max((self.idf[t] for t in c), default=None) for c in candidates]
+        # ...and the tags that are that specific (a tie is several).
+        self.principal_tags = [frozenset(t for t in c if self.idf[t] == p)
+                               for c, p in zip(candidates, self.principal, strict=True)]
+
+    def shared_idf(self, a: int, b: int) -> float:
+        return sum(self.idf[t] for t in self.named[a] & self.named[b])
+
+    def same(self, a: int, b: int) -> bool:
+        """Whether what a and b share (the IDF of their shared specific tags) is about as
+        specific as what at least one of them is about (its principal name, up to a factor 2
+        in rarity: in a small namespace IDF is noisy), and one of them is about something the
+        other names too. "the Falcon wiki hint is teal-1" / "the Heron wiki hint is teal-2"
+        share "teal", but each names a much rarer project: two facts, not one; "Falcon went
+        live on 3 May" / "Heron went live on 9 June" share "live", as specific as either
+        name in a namespace of such statements, but neither names the other's project.
+        Memories that name nothing specific may still be near-duplicates."""
+        pa, pb = self.principal[a], self.principal[b]
+        if pa is None or pb is None:
+            return True
+        if not (self.principal_tags[a] & self.named[b]
+                or self.principal_tags[b] & self.named[a]):
+            return False
+        return self.shared_idf(a, b) >= min(pa, pb) - _SUBJECT_SLACK
+
+
+def _ranked_links(v: npt.NDArray[np.float32], tags: Sequence[Collection[int]],
+                  specific: set[int], subjects: _Subjects, edge_set: set[tuple[int, int]],
+                  config: RemConfig, stats: dict[str, int],
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """The candidate links (pairs of indexes) and the order Kruskal takes them in: evidence
+    (a shared specific tag, or a typed edge) first, then similarity; strongest first."""
+    tag_links = _tag_pairs(v, tags, specific, config.k)
+    # A shared tag links two memories that are also alike: "face" of "face mask, tea, bed"
+    # and of "the tram was packed, face in someone's armpit" is not one subject.
+    tag_links = {(a, b) for a, b in tag_links if float(v[a] @ v[b]) >= _TAG_LINK_COS}
+    evidence = {p for p in tag_links if subjects.same(*p)} | edge_set
+    si, sj, _ = _knn_pairs(v, config.k, config.theta)
+    near = {(min(int(a), int(b)), max(int(a), int(b))) for a, b in zip(si, sj, strict=True)}
+    similar = {p for p in near - evidence if subjects.same(*p)}
+    stats["refused_subject"] = len(tag_links - evidence) + len(near - evidence - similar)
+    stats["evidence_links"] = len(evidence)
+    stats["similarity_links"] = len(similar)
+
+    pairs = np.asarray(sorted(evidence) + sorted(similar), np.int64).reshape(-1, 2)
+    tier = np.concatenate([np.zeros(len(evidence), np.int64), np.ones(len(similar), np.int64)])
+    cos = np.einsum("ij,ij->i", v[pairs[:, 0]], v[pairs[:, 1]]).astype(np.float64)
+    # An evidence link is as strong as the specific tags it rests on (their IDF: a tag on 5
+    # memories says more than one on 15), plus a typed edge, plus the cosine to break ties.
+    strength = cos.copy()
+    for p in range(len(evidence)):
+        a, b = int(pairs[p, 0]), int(pairs[p, 1])
+        strength[p] += subjects.shared_idf(a, b) + (
+            _EDGE_EVIDENCE if (a, b) in edge_set else 0.0)
+    # Kruskal order: evidence first, then similarity; strongest first; ties by index.
+    return pairs, np.lexsort((pairs[:, 1], pairs[:, 0], -strength, tier))
+
+
+@dataclass
+class _Merging:
+    """Union-Find over the flagged memories with what each root's guards need: the sum of its
+    members' vectors and of their squared norms (coherence), its size, its characters and its
+    members."""
+
+    uf: UnionFind
+    sums: npt.NDArray[np.float64]
+    sq: npt.NDArray[np.float64]
+    size_of: list[int]
+    chars_of: list[int]
+    members: dict[int, list[int]]
+
+    @classmethod
+    def start(cls, v: npt.NDArray[np.float32], chars: Sequence[int]) -> _Merging:
+        n = len(v)
+        sums = v.astype(np.float64)  # per root: sum of member vectors
+        return cls(uf=UnionFind(n), sums=sums, sq=np.einsum("ij,ij->i", sums, sums),
+                   size_of=[1] * n, chars_of=[int(c) for c in chars],
+                   members={i: [i] for i in range(n)})
+
+    def coherence(self, root: int, size: int) -> np.float64:
+        value: np.float64 = ((float(self.sums[root] @ self.sums[root]) - self.sq[root])
+                             / (size * (size - 1)))
+        return value
+
+
+def _merge(m: _Merging, pairs: npt.NDArray[np.int64], order: npt.NDArray[np.intp],
+           subjects: _Subjects, keep_apart: dict[int, set[int]], config: RemConfig,
+           stats: dict[str, int]) -> None:
+    """Kruskal over ``pairs`` in ``order``: each link joins two clusters unless a guard
+    refuses (size, characters, coherence, subject, kept apart); counted in ``stats``."""
+    for p in order:
+        a, b = int(pairs[p, 0]), int(pairs[p, 1])
+        ra, rb = m.uf.find(a), m.uf.find(b)
+        if ra == rb:
+            continue
+        size = m.size_of[ra] + m.size_of[rb]
+        if size > config.max_cluster_size:
+            stats["refused_size"] += 1
+            continue
+        if m.chars_of[ra] + m.chars_of[rb] > config.max_cluster_chars:
+            stats["refused_chars"] += 1
+            continue
+        s = m.sums[ra] + m.sums[rb]
+        q = m.sq[ra] + m.sq[rb]
+        if (float(s @ s) - q) / (size * (size - 1)) < config.coherence_min:
+            stats["refused_coherence"] += 1
+            continue
+        # Not only the two linked memories: no two members of a cluster may be about
+        # different subjects (else "Falcon hint" + "hint" + "Heron hint" would chain).
+        if not all(subjects.same(x, y) for x in m.members[ra] for y in m.members[rb]):
+            stats["refused_subject"] += 1
+            continue
+        if keep_apart and any(keep_apart.get(x, set()) & set(m.members[rb])
+                              for x in m.members[ra]):
+            stats["refused_apart"] += 1
+            continue
+        root = m.uf.union(ra, rb)
+        m.members[root] = m.members.pop(ra if root == rb else rb) + m.members[root]
+        m.sums[root], m.sq[root] = s, q
+        m.size_of[root] = size
+        m.chars_of[root] = m.chars_of[ra] + m.chars_of[rb]
+        stats["merged"] += 1
+
+
 def build_clusters(
     vectors: Vectors,
     tags: Sequence[Collection[int]],
@@ -213,62 +353,9 @@ def build_clusters(
     cap = specific_cap(config, live_count)
     specific = {t for t, df in tag_df.items() if 0 < df <= cap}
     stats["specific_tags"] = len(specific)
-
-    idf = {t: math.log(max(live_count, 1) / tag_df[t]) for t in specific}
-    named = [frozenset(t for t in ts if t in specific) for ts in tags]
-    # A memory's principal name: its most specific name that some other memory also carries,
-    # else its most specific tag that one does ("launched" can be rarer than "Risris").
-    shared = [frozenset(t for t in ns if tag_df[t] >= 2) for ns in named]
-    own = [frozenset(names[i]) & shared[i] if i < len(names) else frozenset()
-           for i in range(n)]
-    candidates = [own[i] or shared[i] for i in range(n)]
-    principal = [max((idf[t] for t in c), default=None) for c in candidates]
-    # ...and the tags that are that specific (a tie is several).
-    principal_tags = [frozenset(t for t in c if idf[t] == p)
-                      for c, p in zip(candidates, principal, strict=True)]
+    subjects = _Subjects(tags, names, tag_df, specific, live_count)
     edge_set = {(min(a, b), max(a, b)) for a, b in edges if a != b and 0 <= a < n and 0 <= b < n}
-
-    def same_subject(a: int, b: int) -> bool:
-        """Whether what a and b share (the IDF of their shared specific tags) is about as
-        specific as what at least one of them is about (its principal name, up to a factor 2
-        in rarity: in a small namespace IDF is noisy), and one of them is about something the
-        other names too. "the Falcon wiki hint is teal-1" / "the Heron wiki hint is teal-2"
-        share "teal", but each names a much rarer project: two facts, not one; "Falcon went
-        live on 3 May" / "Heron went live on 9 June" share "live", as specific as either
-        name in a namespace of such statements, but neither names the other's project.
-        Memories that name nothing specific may still be near-duplicates."""
-        pa, pb = principal[a], principal[b]
-        if pa is None or pb is None:
-            return True
-        if not (principal_tags[a] & named[b] or principal_tags[b] & named[a]):
-            return False
-        shared = sum(idf[t] for t in named[a] & named[b])
-        return shared >= min(pa, pb) - _SUBJECT_SLACK
-
-    tag_links = _tag_pairs(v, tags, specific, config.k)
-    # A shared tag links two memories that are also alike: "face" of "face mask, tea, bed"
-    # and of "the tram was packed, face in someone's armpit" is not one subject.
-    tag_links = {(a, b) for a, b in tag_links if float(v[a] @ v[b]) >= _TAG_LINK_COS}
-    evidence = {p for p in tag_links if same_subject(*p)} | edge_set
-    si, sj, _ = _knn_pairs(v, config.k, config.theta)
-    near = {(min(int(a), int(b)), max(int(a), int(b))) for a, b in zip(si, sj, strict=True)}
-    similar = {p for p in near - evidence if same_subject(*p)}
-    stats["refused_subject"] = len(tag_links - evidence) + len(near - evidence - similar)
-    stats["evidence_links"] = len(evidence)
-    stats["similarity_links"] = len(similar)
-
-    pairs = np.asarray(sorted(evidence) + sorted(similar), np.int64).reshape(-1, 2)
-    tier = np.concatenate([np.zeros(len(evidence), np.int64), np.ones(len(similar), np.int64)])
-    cos = np.einsum("ij,ij->i", v[pairs[:, 0]], v[pairs[:, 1]]).astype(np.float64)
-    # An evidence link is as strong as the specific tags it rests on (their IDF: a tag on 5
-    # memories says more than one on 15), plus a typed edge, plus the cosine to break ties.
-    strength = cos.copy()
-    for p in range(len(evidence)):
-        a, b = int(pairs[p, 0]), int(pairs[p, 1])
-        strength[p] += sum(idf[t] for t in named[a] & named[b]) + (
-            _EDGE_EVIDENCE if (a, b) in edge_set else 0.0)
-    # Kruskal order: evidence first, then similarity; strongest first; ties by index.
-    order = np.lexsort((pairs[:, 1], pairs[:, 0], -strength, tier))
+    pairs, order = _ranked_links(v, tags, specific, subjects, edge_set, config, stats)
 
     keep_apart: dict[int, set[int]] = {}
     for a, b in apart:
@@ -276,52 +363,16 @@ def build_clusters(
             keep_apart.setdefault(a, set()).add(b)
             keep_apart.setdefault(b, set()).add(a)
     stats["refused_apart"] = 0
-    uf = UnionFind(n)
-    sums = v.astype(np.float64)  # per root: sum of member vectors
-    sq = np.einsum("ij,ij->i", sums, sums)  # per root: sum of squared norms
-    size_of = [1] * n
-    chars_of = [int(c) for c in chars]
-    members: dict[int, list[int]] = {i: [i] for i in range(n)}
-    for p in order:
-        a, b = int(pairs[p, 0]), int(pairs[p, 1])
-        ra, rb = uf.find(a), uf.find(b)
-        if ra == rb:
-            continue
-        size = size_of[ra] + size_of[rb]
-        if size > config.max_cluster_size:
-            stats["refused_size"] += 1
-            continue
-        if chars_of[ra] + chars_of[rb] > config.max_cluster_chars:
-            stats["refused_chars"] += 1
-            continue
-        s = sums[ra] + sums[rb]
-        q = sq[ra] + sq[rb]
-        if (float(s @ s) - q) / (size * (size - 1)) < config.coherence_min:
-            stats["refused_coherence"] += 1
-            continue
-        # Not only the two linked memories: no two members of a cluster may be about
-        # different subjects (else "Falcon hint" + "hint" + "Heron hint" would chain).
-        if not all(same_subject(x, y) for x in members[ra] for y in members[rb]):
-            stats["refused_subject"] += 1
-            continue
-        if keep_apart and any(keep_apart.get(x, set()) & set(members[rb]) for x in members[ra]):
-            stats["refused_apart"] += 1
-            continue
-        root = uf.union(ra, rb)
-        members[root] = members.pop(ra if root == rb else rb) + members[root]
-        sums[root], sq[root] = s, q
-        size_of[root] = size
-        chars_of[root] = chars_of[ra] + chars_of[rb]
-        stats["merged"] += 1
+    merging = _Merging.start(v, chars)
+    _merge(merging, pairs, order, subjects, keep_apart, config, stats)
 
     clusters = []
     singletons = 0
-    for group in uf.groups():
+    for group in merging.uf.groups():
         if len(group) == 1:
             singletons += 1
             continue
-        r = uf.find(group[0])
-        size = len(group)
-        value = (float(sums[r] @ sums[r]) - sq[r]) / (size * (size - 1))
+        r = merging.uf.find(group[0])
+        value = merging.coherence(r, len(group))
         clusters.append(Cluster(members=tuple(group), coherence=round(value, 6)))
     return ClusterResult(clusters=tuple(clusters), singletons=singletons, stats=stats)
