@@ -5,6 +5,7 @@ on two namespaces), so that it checks something when run alone too."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,17 @@ from tests.pg_routing import literal_statements, shape, violations
 from tests.pg_server import SuiteServer
 
 TESTS = Path(__file__).parent
+
+# Reads across every namespace on purpose, and why (on a distributed database each is one
+# multi-shard query, at most once per scrape or probe, never on a request's path).
+ACROSS_NAMESPACES = {
+    r"^SELECT count\(\*\) FROM \(SELECT \$1 FROM nodes WHERE embedded = \$2 LIMIT \$3\)":
+        "the whole file's embedding backlog, capped (remd.readiness: /readyz, /metrics)",
+    r"^SELECT count\(\*\) FROM \(SELECT DISTINCT namespace FROM nodes\)":
+        "how many namespaces the file holds (remd.readiness: /metrics)",
+    r"^SELECT namespace, status, count\(\*\) FROM nodes WHERE namespace IN \(SELECT DISTINCT":
+        "the file's namespaces for an operator (remd.query.namespaces: /v1/namespaces, /ui)",
+}
 
 
 def test_the_checker_tells_routed_statements_from_others() -> None:
@@ -72,7 +84,8 @@ def test_every_statement_on_memory_tables_names_one_namespace(pg_server: SuiteSe
     checked = 0
     bad: dict[str, list[str]] = {}
     for sql in sorted(sent):
-        if shape(sql) in own:
+        if shape(sql) in own or any(re.search(p, " ".join(sql.split()))
+                                    for p in ACROSS_NAMESPACES):
             continue
         checked += 1
         found = violations(sql)
