@@ -316,7 +316,11 @@ def test_a_server_out_of_file_descriptors_logs_once_and_recovers(db_path: Path) 
         assert api.post("/v1/memories", json={"content": "after the storm"}).status_code == 201
     assert served.stop(signal.SIGTERM) == 0
     out_of = [e for e in served.seen if e.get("event") == "http.loop_error"]
-    assert len(out_of) == 1, out_of  # once a minute per cause, not once per failed accept
+    # once a minute per cause, not once per failed accept (under load asyncio may also trip
+    # over the fd it could not get: a second cause, said once too)
+    causes = [e["cause"] for e in out_of]
+    assert any(c.startswith("socket.accept() out of system resource") for c in causes), out_of
+    assert len(causes) == len(set(causes)), out_of
     assert not [e for e in served.seen if e.get("level") == "error"]
     assert count_nodes(db_path) == 1
 
