@@ -15,6 +15,8 @@ actually writes:
 - ``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING`` (on a table with a unique key);
   ``INSERT OR REPLACE INTO t (...)`` becomes an upsert on ``t``'s key (:data:`KEYS`; a table
   with more than one key has no translation: SQLite replaces the rows conflicting on any);
+- an upsert's ``ON CONFLICT (src, dst)`` (SQLite's key) becomes ``ON CONFLICT (namespace,
+  src, dst)`` where PostgreSQL's key leads with the namespace (:data:`KEYS`);
 - ``WHERE 1`` (a filter built by appending ``AND ...``) becomes ``WHERE true``;
 - ``CROSS JOIN t ON ...`` (SQLite's join-order hint) becomes ``JOIN t ON ...``;
 - ``9e999`` (SQLite's way to write infinity) becomes ``'Infinity'::float8``.
@@ -38,30 +40,30 @@ from remd.errors import StoreError
 __all__ = ["KEYS", "translate"]
 
 # Every unique key of each table of the PostgreSQL schema (remd/store/pg_migrations), the
-# primary key first. tests/test_pgsql.py checks it against the catalog of a migrated database.
+# primary key (if any) first. tests/test_pgsql.py checks it against the catalog of a migrated database.
 KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "access_log": (),
-    "edges": (("eid",),),
-    "feedback": (("pack_id",),),
+    "edges": (("namespace", "eid"),),
+    "feedback": (("namespace", "pack_id"),),
     "fts_stats": (("namespace",),),
-    "node_log": (("seq",),),
-    "node_tags": (("tid", "rid"),),
+    "node_log": (("namespace", "seq"),),
+    "node_tags": (("namespace", "tid", "rid"),),
     "node_terms": (("namespace", "stem", "rid"),),
-    "node_terms_len": (("rid",),),
-    "node_vec_bit": (("rid",),),
-    "nodes": (("rid",), ("id",), ("namespace", "rid")),
-    "pack_items": (("pack_id", "rank"),),
-    "packs": (("pack_id",), ("namespace", "pack_id")),
-    "rem_clusters": (("run_id", "cluster_no"),),
+    "node_terms_len": (("namespace", "rid"),),
+    "node_vec_bit": (("namespace", "rid"),),
+    "nodes": (("namespace", "id"), ("namespace", "rid")),
+    "pack_items": (("namespace", "pack_id", "rank"),),
+    "packs": (("namespace", "pack_id"),),
+    "rem_clusters": (("namespace", "run_id", "cluster_no"),),
     "rem_holds": (("namespace", "node_id"),),
-    "rem_runs": (("run_id",), ("namespace", "run_id")),
+    "rem_runs": (("namespace", "run_id"),),
     "remd_meta": (("key",),),
     "remd_migrations": (("name",),),
-    "sentence_vec": (("sid",),),
-    "tag_edges": (("src", "dst"),),
-    "tag_log": (("seq",),),
-    "tag_parents": (("child", "parent"),),
-    "tags": (("tid",), ("namespace", "name"), ("namespace", "tid")),
+    "sentence_vec": (("namespace", "sid"),),
+    "tag_edges": (("namespace", "src", "dst"),),
+    "tag_log": (("namespace", "seq"),),
+    "tag_parents": (("namespace", "child", "parent"),),
+    "tags": (("namespace", "name"), ("namespace", "tid")),
 }
 
 # -- the lexer: what is not code is set aside as \x00n\x00 while the code is rewritten --------
@@ -224,6 +226,24 @@ def _append_conflict(masked: _Masked, code: str, clause: str) -> str:
     return code[:m.start()] + clause + " " + code[m.start():]
 
 
+_CONFLICT = re.compile(r"\bINSERT\s+INTO\s+(\w+)\b.*\bON\s+CONFLICT\s*\(([^)]*)\)",
+                       re.IGNORECASE | re.DOTALL)
+
+
+def _namespaced(code: str) -> str:
+    """An upsert's conflict target as SQLite's key names it (``ON CONFLICT (src, dst)``) with
+    the namespace the PostgreSQL key leads with (migration 0003_namespace_keys), where that
+    key is the table's and the target alone is not."""
+    m = _CONFLICT.search(code)
+    if m is None:
+        return code
+    target = tuple(c.strip().lower() for c in m.group(2).split(","))
+    keys = KEYS.get(m.group(1).lower(), ())
+    if target in keys or ("namespace", *target) not in keys:
+        return code
+    return code[:m.start(2)] + "namespace, " + m.group(2) + code[m.end(2):]
+
+
 def _keys(table: str, what: str, sql: str) -> tuple[tuple[str, ...], ...]:
     keys = KEYS.get(table.lower())
     if keys is None:
@@ -281,6 +301,7 @@ def translate(sql: str, bound: bool = True) -> str:
         code = _append_conflict(masked, _OR_IGNORE.sub(r"INSERT INTO \1", code),
                                 "ON CONFLICT DO NOTHING")
     code = _or_replace(masked, code, sql)
+    code = _namespaced(code)
     code = _IS_NOT.sub("IS DISTINCT FROM ?", code)
     code = _IS.sub("IS NOT DISTINCT FROM ?", code)
     code = _WHERE_1.sub("WHERE true", code)
