@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from remd.errors import (
+    ConnectionLost,
     DatabaseLocked,
     InvalidInput,
     ReadOnlyStore,
@@ -97,11 +98,39 @@ class PgConnection:
         # message when that is a prefetch). PostgreSQL takes the snapshot at the first
         # statement anyway, so the reads see one state all the same.
         self.pending = ""
+        # Set by the store: a new pooled connection in place of a broken one (which it takes).
+        self.renew: Callable[[Any], Any] | None = None
+
+    @property
+    def lost(self) -> bool:
+        """Whether the connection broke (the server went away): it can't be used again."""
+        return bool(self.raw.broken or self.raw.closed)
+
+    def fail(self, exc: Exception) -> Exception:
+        """The error to raise for ``exc``: ConnectionLost when the connection broke."""
+        if self.lost:
+            return ConnectionLost(
+                f"lost the connection to database {redact(self.url)!r} "
+                f"({first_line(exc).strip()[:200]}): what was not committed is not stored; "
+                "retry")
+        return wrap(exc, self.url)
+
+    def begin(self, sql: str) -> None:
+        """Send ``sql`` (a transaction's BEGIN, nothing before it on this connection): on a
+        connection found broken (an idle one the server's restart closed), again on a new one:
+        nothing was done on the broken one."""
+        try:
+            self.script(sql)
+        except ConnectionLost:
+            if self.renew is None:
+                raise
+            self.raw = self.renew(self.raw)
+            self.script(sql)
 
     def _begin(self) -> None:
         if self.pending:
             begin, self.pending = self.pending, ""
-            self.script(begin)
+            self.begin(begin)
 
     @property
     def in_transaction(self) -> bool:
@@ -139,7 +168,7 @@ class PgConnection:
                     self.memo[key] = rows
                 return _Cursor(rows)
         except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
+            raise self.fail(exc) from exc
         except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
             raise InvalidInput("value is not valid UTF-8") from exc
 
@@ -158,7 +187,7 @@ class PgConnection:
                 _send(cur, sql, params, binary=True)
                 return cur.fetchall()
         except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
+            raise self.fail(exc) from exc
 
     def executemany(self, sql: str, seq: Any) -> None:
         import psycopg
@@ -172,7 +201,7 @@ class PgConnection:
                 cur.executemany(translate(sql), rows)
                 self.changes += max(cur.rowcount, 0)
         except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
+            raise self.fail(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid UTF-8") from exc
 
@@ -229,24 +258,35 @@ class PgConnection:
 
         begin, self.pending = self.pending, ""
         cursors: list[Any] = []
+        later: list[Read] | None = None
 
         def send(reads: Sequence[Read]) -> None:
             for sql, params, *binary in reads:
                 cursors.append(cur := psycopg.Cursor(self.raw))
                 _send(cur, sql, params, binary=bool(binary and binary[0]))
 
-        try:
-            with self.raw.pipeline():
-                if begin:
-                    psycopg.Cursor(self.raw).execute(cast(Any, begin))
-                send(first)
-                if then is not None:
-                    send(then())
-        except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
-        except UnicodeEncodeError as exc:
-            raise InvalidInput("value is not valid UTF-8") from exc
-        return cursors
+        for again in (bool(begin and self.renew), False):
+            cursors.clear()
+            try:
+                with self.raw.pipeline():
+                    if begin:
+                        psycopg.Cursor(self.raw).execute(cast(Any, begin))
+                    send(first)
+                    if then is not None:
+                        if later is None:
+                            later = list(then())
+                        send(later)
+                return cursors
+            except psycopg.Error as exc:
+                # A snapshot's first message (reads only) on a connection found broken: again,
+                # on a new one.
+                if again and self.lost and self.renew is not None:
+                    self.raw = self.renew(self.raw)
+                    continue
+                raise self.fail(exc) from exc
+            except UnicodeEncodeError as exc:
+                raise InvalidInput("value is not valid UTF-8") from exc
+        raise AssertionError("unreachable")
 
     # -- the dialect's differences (remd/store/seam.py; the SQL: remd/store/pgsearch.py) ------
     def rows_per_tag(self, read: str, tids: Sequence[int], namespace: str, limit: int, *,
@@ -300,7 +340,7 @@ class PgConnection:
         try:
             self.raw.execute(cast(Any, sql))
         except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
+            raise self.fail(exc) from exc
 
 
 def wrap(exc: Exception, url: str) -> Exception:

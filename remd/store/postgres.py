@@ -34,7 +34,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
-from remd.errors import PoolExhausted, StoreError
+from remd.errors import ConnectionLost, PoolExhausted, StoreError
 from remd.logs import get_logger
 from remd.store import pglocks, pgsearch
 from remd.store import sqlite as store
@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 log = get_logger("remd.pgstore")
 
 URL_PREFIXES = ("postgresql://", "postgres://")
-PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged")
+PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
+                                 "0003_namespace_keys")
 
 
 def _begin(names: pglocks.Scope) -> tuple[str, str]:
@@ -139,17 +140,32 @@ class PgStore(Leases[PgConnection]):
     def connection(self) -> Iterator[PgConnection]:
         """A connection leased to this thread for the block (the held one when nested).
         Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
-        import psycopg
-        import psycopg_pool
-
         held: PgConnection | None = getattr(self._local, "conn", None)
         if held is not None:
             yield held
             return
         if self._closed:
             raise StoreError(f"database {redact(self.path)!r} is closed")
+        conn = PgConnection(self._lease(), self.path)
+        conn.renew = self._renew
+        self._local.conn, self._local.depth, self._local.held = conn, 0, None
         try:
-            raw = self._pool.getconn()
+            yield conn
+        finally:
+            self._local.conn = None
+            if conn.in_transaction and not conn.lost:  # a generator abandoned mid-block
+                with contextlib.suppress(Exception):
+                    conn.raw.execute("ROLLBACK")  # never leak a lock
+            self._pool.putconn(conn.raw)  # a broken one is discarded
+
+    def _lease(self) -> Any:
+        """A connection of the pool. Raises PoolExhausted when none frees up within
+        ``pool_wait_ms`` (StoreError naming the cause when the server can't be reached)."""
+        import psycopg
+        import psycopg_pool
+
+        try:
+            return self._pool.getconn()
         except psycopg_pool.PoolTimeout as exc:
             if self._pool.get_stats()["pool_size"] < self.config.max_connections:
                 reach(self.path, self.config)  # the pool could not grow: say why, if it can't
@@ -158,16 +174,14 @@ class PgStore(Leases[PgConnection]):
                 f"in use (waited {self.config.pool_wait_ms} ms); retry later") from exc
         except psycopg.Error as exc:
             raise wrap(exc, self.path) from exc
-        conn = PgConnection(raw, self.path)
-        self._local.conn, self._local.depth, self._local.held = conn, 0, None
-        try:
-            yield conn
-        finally:
-            self._local.conn = None
-            if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
-                with contextlib.suppress(Exception):
-                    raw.execute("ROLLBACK")
-            self._pool.putconn(raw)
+
+    def _renew(self, broken: Any) -> Any:
+        """A new connection for one found broken (the server restarted): the broken one is
+        discarded, and so is every idle one that broke with it (psycopg_pool's check)."""
+        self._pool.putconn(broken)
+        with contextlib.suppress(Exception):
+            self._pool.check()
+        return self._lease()
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -190,7 +204,7 @@ class PgStore(Leases[PgConnection]):
                 return
             local.depth, local.held = 1, names
             try:
-                conn.script("; ".join(_begin(names)))  # one round trip
+                conn.begin("; ".join(_begin(names)))  # one round trip (again if lost)
                 yield conn
             except BaseException:
                 _rollback(conn)
@@ -199,6 +213,10 @@ class PgStore(Leases[PgConnection]):
                 try:
                     # pruning and COMMIT: one round trip
                     conn.script("; ".join(_commit(local.held)))
+                except ConnectionLost as exc:
+                    raise ConnectionLost(
+                        f"{exc} (lost while committing: the transaction may have committed)"
+                        ) from exc
                 except BaseException:
                     _rollback(conn)
                     raise
@@ -315,6 +333,6 @@ class PgStore(Leases[PgConnection]):
 
 
 def _rollback(conn: PgConnection) -> None:
-    if conn.in_transaction:
+    if conn.in_transaction and not conn.lost:
         with contextlib.suppress(Exception):
             conn.raw.execute("ROLLBACK")
