@@ -49,7 +49,7 @@ log = get_logger("remd.pgstore")
 
 URL_PREFIXES = ("postgresql://", "postgres://")
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
-                                 "0003_namespace_keys")
+                                 "0003_namespace_keys", "0004_statement_triggers")
 
 
 def _begin(names: pglocks.Scope) -> tuple[str, str]:
