@@ -26,7 +26,7 @@ from remd.errors import (
 )
 from remd.store import pgsearch
 from remd.store.pgconnect import redact
-from remd.store.pgsql import as_arrays, group, translate
+from remd.store.pgsql import as_arrays, as_unnest, group, one_row, translate
 from remd.store.seam import Match, Read
 
 if TYPE_CHECKING:
@@ -74,6 +74,31 @@ def _send(cur: Any, sql: str, params: Any, *, binary: bool = False) -> None:
     (one prepared plan) for any length."""
     text, spans = as_arrays(translate(sql, bool(params)))
     cur.execute(text, group(_params(params), spans) if params else None, binary=binary)
+
+
+def _unnest(sql: str, rows: list[Any]) -> tuple[str, list[Any]] | None:
+    """``sql`` (a one-row INSERT) for all of ``rows`` as one statement over arrays, and its
+    parameters; None where that would not do what the rows one by one do: an upsert whose
+    rows share a key (one statement can't update a row twice) or differ in their tail's
+    parameters, a column of no type or of mixed types (no array type)."""
+    shape = one_row(sql)
+    if shape is None or isinstance(rows[0], dict):
+        return None
+    _, target, n = shape
+    if target is not None and len({tuple(r[i] for i in target) for r in rows}) != len(rows):
+        return None
+    tail = rows[0][n:]
+    if any(r[n:] != tail for r in rows):
+        return None
+    arrays, casts = [], []
+    for k in range(n):
+        column = [r[k] for r in rows]
+        kinds = {type(v) for v in column if v is not None}
+        if len(kinds) != 1:
+            return None
+        casts.append("text" if kinds == {str} else "")
+        arrays.append(column)
+    return as_unnest(sql, tuple(casts)), [*arrays, *tail]
 
 
 def _params(params: Any) -> Any:
@@ -190,6 +215,9 @@ class PgConnection:
             raise self.fail(exc) from exc
 
     def executemany(self, sql: str, seq: Any) -> None:
+        """Run ``sql`` once per row of ``seq``: a one-row INSERT as one statement over arrays
+        (:func:`_unnest`) where that does exactly what the rows one by one would; otherwise
+        each row, in one pipeline."""
         import psycopg
 
         rows = [_params(p) for p in seq]
@@ -198,7 +226,11 @@ class PgConnection:
         self._begin()
         try:
             with self.raw.cursor() as cur:
-                cur.executemany(translate(sql), rows)
+                single = _unnest(sql, rows) if len(rows) > 1 else None
+                if single is not None:
+                    cur.execute(*single)
+                else:
+                    cur.executemany(translate(sql), rows)
                 self.changes += max(cur.rowcount, 0)
         except psycopg.Error as exc:
             raise self.fail(exc) from exc

@@ -37,10 +37,11 @@ from functools import lru_cache
 
 from remd.errors import StoreError
 
-__all__ = ["KEYS", "translate"]
+__all__ = ["KEYS", "as_unnest", "translate"]
 
 # Every unique key of each table of the PostgreSQL schema (remd/store/pg_migrations), the
-# primary key (if any) first. tests/test_pgsql.py checks it against the catalog of a migrated database.
+# primary key (if any) first. tests/test_pgsql.py checks it against the catalog of a migrated
+# database.
 KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "access_log": (),
     "edges": (("namespace", "eid"),),
@@ -346,3 +347,55 @@ def group(params: Sequence[object], spans: tuple[tuple[int, int], ...]) -> list[
         at = start + count
     out += params[at:]
     return out
+
+
+_ONE_ROW = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)\s*\(([^()]*)\)\s*VALUES\s*\(([^()]*)\)(.*)$",
+                      re.IGNORECASE | re.DOTALL)
+_CONSTANT = re.compile(r"-?\d+(\.\d+)?")
+_UPDATE_ON = re.compile(r"\bON\s+CONFLICT\s*\(([^()]*)\)\s*DO\s+UPDATE\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=256)
+def one_row(sql: str) -> tuple[tuple[str, ...], tuple[int, ...] | None, int] | None:
+    """A one-row ``INSERT INTO t (cols) VALUES (?, ..., constants) [tail]`` (SQLite's
+    dialect, as executemany runs it per row): (its columns, the positions among its row's
+    parameters of an upsert's conflict target, None for none, its ``?`` in VALUES); None for
+    any other
+    statement (or another shape of VALUES)."""
+    m = _ONE_ROW.match(sql)
+    if m is None or "?" in _Masked(m.group(1)).code:
+        return None
+    cols = tuple(c.strip().lower() for c in m.group(2).split(","))
+    items = [i.strip() for i in m.group(3).split(",")]
+    if len(items) != len(cols) or not all(i == "?" or _CONSTANT.fullmatch(i) for i in items):
+        return None
+    target = None
+    update = _UPDATE_ON.search(m.group(4))
+    if update is not None:
+        names = [c.strip().lower() for c in update.group(1).split(",")]
+        if not set(names) <= set(cols) or any(items[cols.index(c)] != "?" for c in names):
+            return None
+        target = tuple(items[:cols.index(c)].count("?") for c in names)
+    return cols, target, items.count("?")
+
+
+@lru_cache(maxsize=256)
+def as_unnest(sql: str, casts: tuple[str, ...]) -> str:
+    """The statement inserting many rows of :func:`one_row`'s ``sql`` in one go, from one
+    array per ``?`` of its VALUES (each cast to ``casts``' type, "" for none; then the
+    parameters of its tail once), translated."""
+    m = _ONE_ROW.match(sql)
+    assert m is not None
+    items = [i.strip() for i in m.group(3).split(",")]
+    arrays, select = [], []
+    for item in items:
+        if item == "?":
+            k = len(arrays)
+            cast = casts[k]
+            arrays.append(f"CAST(? AS {cast}[])" if cast else "?")
+            select.append(f"u.c{k}")
+        else:
+            select.append(item)
+    names = ", ".join(f"c{k}" for k in range(len(arrays)))
+    return translate(f"INSERT INTO {m.group(1)} ({m.group(2)}) SELECT {', '.join(select)} "
+                     f"FROM unnest({', '.join(arrays)}) AS u({names}){m.group(4)}")

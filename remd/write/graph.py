@@ -134,14 +134,14 @@ class GraphWriter:
         return [self._tids[n] for n in names]
 
     def tag(self, rid: int, tids: Sequence[tuple[int, float]]) -> None:
-        """Tag ``rid`` with ``(tid, weight)`` pairs new to it; each tag's count goes up. One
-        statement each (a server's round trips), ``ROWS_PER_STATEMENT`` rows at most."""
+        """Tag ``rid`` with ``(tid, weight)`` pairs new to it; each tag's count goes up (one
+        statement for ``ROWS_PER_STATEMENT`` tags: a server's round trips)."""
+        self.conn.executemany(  # one statement on PostgreSQL (over arrays)
+            "INSERT INTO node_tags (namespace, tid, rid, weight) VALUES (?, ?, ?, ?)",
+            [(self.ns, tid, rid, w) for tid, w in tids],
+        )
         for at in range(0, len(tids), ROWS_PER_STATEMENT):
             part = tids[at:at + ROWS_PER_STATEMENT]
-            self.conn.execute(
-                "INSERT INTO node_tags (namespace, tid, rid, weight) VALUES "
-                + ", ".join(["(?, ?, ?, ?)"] * len(part)),
-                [v for tid, w in part for v in (self.ns, tid, rid, w)])
             self.conn.execute(
                 "UPDATE tags SET df = df + 1 WHERE namespace = ? AND tid IN ("
                 + ",".join("?" * len(part)) + ")", (self.ns, *(tid for tid, _ in part)))
@@ -154,14 +154,13 @@ class GraphWriter:
         self.tag(rid, tids)
         pairs = [(a, b) for a, _ in tids for b, _ in tids if a != b]
         pairs += [p for a, _ in tids for b in others for p in ((a, b), (b, a))]
-        for at in range(0, len(pairs), ROWS_PER_STATEMENT):  # each pair once: one statement
-            part = pairs[at:at + ROWS_PER_STATEMENT]
-            self.conn.execute(
-                "INSERT INTO tag_edges (namespace, src, dst, count, weight) VALUES "
-                + ", ".join(["(?, ?, ?, 1, ?)"] * len(part))
-                + " ON CONFLICT (src, dst) DO UPDATE SET count = tag_edges.count + 1, "
+        if pairs:  # each pair once: one statement on PostgreSQL (over arrays)
+            self.conn.executemany(
+                "INSERT INTO tag_edges (namespace, src, dst, count, weight) VALUES (?, ?, ?, 1, ?) "
+                "ON CONFLICT (src, dst) DO UPDATE SET count = tag_edges.count + 1, "
                 "weight = tag_edges.weight + (1.0 - tag_edges.weight) * ?",
-                [*(v for a, b in part for v in (self.ns, a, b, NEW_EDGE_WEIGHT)), COOCCUR_STEP])
+                [(self.ns, a, b, NEW_EDGE_WEIGHT, COOCCUR_STEP) for a, b in pairs],
+            )
 
     def untag(self, rid: int, drop: Sequence[int], current: Sequence[int]) -> None:
         """Take the tags ``drop`` off ``rid`` (which carries ``current``): their counts go
