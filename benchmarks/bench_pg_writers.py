@@ -7,7 +7,7 @@ Each writer opens its own Memory (no embedder), waits for the others, then saves
 memories one ``save()`` at a time (a transaction each), every fifth a fact on one key
 ("My city is ..."), so writers on one namespace supersede each other's facts. Afterwards:
 every acknowledged memory is present, each namespace has exactly one live value of the fact,
-and the SUPERSEDES edges form one chain (each older value superseded exactly once). Errors
+and the fact's SUPERSEDES edges form one chain (each older value superseded exactly once). Errors
 are counted, not retried. The arms alternate (SQLite, PostgreSQL) ``--rounds`` times; the table
 shows each cell's best round. PostgreSQL measurements use a fresh schema each.
 """
@@ -91,8 +91,10 @@ def run(where: str, writers: int, namespaces: int, saves: int) -> dict[str, Any]
             facts = m.store.query("SELECT id, status FROM nodes WHERE namespace = ? AND "
                                   "fact_key IS NOT NULL", (ns,))
             live = sum(1 for _, s in facts if s == "live")
-            edges = m.store.query("SELECT src, dst FROM edges WHERE namespace = ? AND "
-                                  "type = 'SUPERSEDES'", (ns,))
+            edges = m.store.query(  # the fact's own (update detection adds others)
+                "SELECT src, dst FROM edges WHERE namespace = ? AND type = 'SUPERSEDES' AND "
+                "context IN (SELECT fact_key FROM nodes WHERE namespace = ? AND "
+                "fact_key IS NOT NULL)", (ns, ns))
             chain = (len(edges) == len(facts) - 1 == len({d for _, d in edges})
                      == len({s for s, _ in edges}))
             facts_exact = facts_exact and live == 1 and chain
