@@ -387,7 +387,8 @@ def as_unnest(sql: str, casts: tuple[str, ...]) -> str:
     m = _ONE_ROW.match(sql)
     assert m is not None
     items = [i.strip() for i in m.group(3).split(",")]
-    arrays, select = [], []
+    arrays: list[str] = []
+    select: list[str] = []
     for item in items:
         if item == "?":
             k = len(arrays)
