@@ -62,6 +62,13 @@ class PoolExhausted(DatabaseLocked):
     the process is overloaded; retry later."""
 
 
+class ConnectionLost(StoreError, ConnectionError):
+    """The connection to a database server broke (the server restarted, the network failed):
+    what the transaction had not committed is not stored; retry. (A statement that is safe to
+    send again, the first of a transaction or of a read, is sent again on a new connection
+    before this is raised.)"""
+
+
 class SchemaVersionError(StoreError):
     """The database was written by a newer remd than this one."""
 

@@ -260,7 +260,7 @@ class Memory:
         """Undo update detection's decision that a memory was updated: it is live again,
         the SUPERSEDES/CONTRADICTS edges into it are retired, and the same pairs are never
         decided again (remd.write.supersede.restore). Raises NotFound, InvalidInput."""
-        with self.store.transaction() as conn:
+        with self.store.transaction(self.namespace) as conn:
             return _supersede.restore(conn, self.namespace, node_id)
 
     def contradictions(self, memory_id: str | None = None
@@ -334,7 +334,7 @@ class Memory:
 
     def add_subtype(self, child: str, parent: str) -> None:
         """Record ``child IS_SUBTYPE_OF parent``. Raises Conflict for a cycle."""
-        with self.store.transaction() as conn:
+        with self.store.transaction(self.namespace) as conn:
             _tagtools.add_subtype(conn, self.namespace, child, parent, self.clock())
 
     def subtypes(self, tag: str) -> list[str]:

@@ -27,7 +27,7 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 RUN = {"sh", "bash", "python"}
-OTHER = {"text", "toml", "ini", "json", "jsonl", "yaml", "dot", "promql"}
+OTHER = {"sql", "text", "toml", "ini", "json", "jsonl", "yaml", "dot", "promql"}
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.+?)\s*-->")
 FENCE = re.compile(r"^```(\S*)\s*$")
 

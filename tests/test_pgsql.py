@@ -25,9 +25,9 @@ from tests.pg_server import SuiteServer
      "SELECT name FROM tags WHERE name LIKE 'a?%%' AND coalesce(df, 0) > %s"),
     ("INSERT OR IGNORE INTO tag_parents (a, b) VALUES (?, ?)",
      "INSERT INTO tag_parents (a, b) VALUES (%s, %s) ON CONFLICT DO NOTHING"),
-    ("INSERT OR REPLACE INTO node_vec_bit (rid, ns, vec) VALUES (?, ?, ?)",
-     "INSERT INTO node_vec_bit (rid, ns, vec) VALUES (%s, %s, %s) ON CONFLICT (rid) DO UPDATE "
-     "SET ns = excluded.ns, vec = excluded.vec"),
+    ("INSERT OR REPLACE INTO node_vec_bit (rid, namespace, vec) VALUES (?, ?, ?)",
+     "INSERT INTO node_vec_bit (rid, namespace, vec) VALUES (%s, %s, %s) "
+     "ON CONFLICT (namespace, rid) DO UPDATE SET vec = excluded.vec"),
     ("INSERT OR IGNORE INTO remd_meta (a) VALUES (?) RETURNING a",
      "INSERT INTO remd_meta (a) VALUES (%s) ON CONFLICT DO NOTHING RETURNING a"),
     ("SELECT max(t) FROM packs WHERE 1 AND ns = ?",
@@ -86,19 +86,13 @@ def test_an_unterminated_quote_is_an_error(sql: str) -> None:
 @pytest.mark.parametrize(("sqlite", "postgres"), [
     ("INSERT OR REPLACE INTO pack_items (namespace, pack_id, rank, rid) VALUES (?, ?, ?, ?)",
      "INSERT INTO pack_items (namespace, pack_id, rank, rid) VALUES (%s, %s, %s, %s) "
-     "ON CONFLICT (pack_id, rank) DO UPDATE SET namespace = excluded.namespace, "
-     "rid = excluded.rid"),
+     "ON CONFLICT (namespace, pack_id, rank) DO UPDATE SET rid = excluded.rid"),
     ("INSERT OR REPLACE INTO tag_parents (namespace, child, parent) VALUES (?, ?, ?)",
      "INSERT INTO tag_parents (namespace, child, parent) VALUES (%s, %s, %s) "
-     "ON CONFLICT (child, parent) DO UPDATE SET namespace = excluded.namespace"),
-    ("INSERT OR REPLACE INTO tag_parents (child, parent) VALUES (?, ?)",
-     "INSERT INTO tag_parents (child, parent) VALUES (%s, %s) "
-     "ON CONFLICT (child, parent) DO NOTHING"),
-    # a key wider than another one (packs: pack_id, and namespace + pack_id) adds no conflict
+     "ON CONFLICT (namespace, child, parent) DO NOTHING"),
     ("INSERT OR REPLACE INTO packs (namespace, pack_id, query) VALUES (?, ?, ?)",
      "INSERT INTO packs (namespace, pack_id, query) VALUES (%s, %s, %s) "
-     "ON CONFLICT (pack_id) DO UPDATE SET namespace = excluded.namespace, "
-     "query = excluded.query"),
+     "ON CONFLICT (namespace, pack_id) DO UPDATE SET query = excluded.query"),
 ])
 def test_insert_or_replace_upserts_on_the_tables_key(sqlite: str, postgres: str) -> None:
     assert translate(sqlite) == postgres
@@ -122,6 +116,8 @@ def test_insert_or_replace_upserts_on_the_tables_key(sqlite: str, postgres: str)
     "REPLACE INTO remd_meta (key, value) VALUES (?, ?)",
     "INSERT OR ABORT INTO remd_meta (key, value) VALUES (?, ?)",
     "UPDATE OR IGNORE nodes SET rid = ?",
+    # the key (namespace first, migration 0003_namespace_keys) not all in the columns
+    "INSERT OR REPLACE INTO tag_parents (child, parent) VALUES (?, ?)",
     # no unique key: nothing to conflict on (SQLite would also ignore NOT NULL violations)
     "INSERT OR IGNORE INTO access_log (rid, namespace, at) VALUES (?, ?, ?)",
     "INSERT OR IGNORE INTO no_such_table (a) VALUES (?)",

@@ -63,7 +63,7 @@ def feedback(engine: Engine, namespace: str, pack_id: str,
     target = check_accepted(accepted)
     eta = engine.config.inject.feedback_eta
     now = engine.clock()
-    with engine.store.transaction() as conn:
+    with engine.store.transaction(ns) as conn:
         if conn.execute("SELECT 1 FROM packs WHERE pack_id = ? AND namespace = ?",
                         (pack_id, ns)).fetchone() is None:
             raise NotFound("pack", pack_id, ns)

@@ -375,7 +375,7 @@ class _Injector(CandidateReader):
                 ("INSERT INTO access_log (rid, namespace, at, pack_id) VALUES "
                  + ", ".join(["(?, ?, ?, ?)"] * len(part)),
                  [v for rid in rids for v in (rid, self.ns, self.now, pack.pack_id)])]
-        self.engine.store.write_all(statements)
+        self.engine.store.write_all(statements, self.ns)
 
 
 def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,

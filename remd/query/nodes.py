@@ -82,7 +82,7 @@ def forget(store: Store, namespace: str, node_id: str) -> None:
     """Soft-delete: the node stays in the file (status forgotten) but is never injected.
     Raises NotFound, InvalidInput."""
     rid = rid_of(store, namespace, node_id)
-    with store.transaction() as conn:
+    with store.transaction(namespace) as conn:
         GraphWriter(conn, namespace).forget(rid)
 
 

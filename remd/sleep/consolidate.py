@@ -183,7 +183,7 @@ class ClusterWriter:
         """Commit (or record as skipped) one cluster; returns its outcome fields."""
         no = job[0]
         members, reason = self.check(job, answer)
-        with self.engine.store.transaction() as conn:
+        with self.engine.store.transaction(self.ns) as conn:
             rows = conn.execute(
                 f"SELECT rid, id, status, importance, deprecated_by, confidence, created_at, "
                 f"last_access, valid_from FROM nodes "

@@ -155,7 +155,7 @@ def store_importance(engine: Engine, ns: str, result: NamespaceScores) -> int:
     values = result.scores.importance
     params = [(float(v), ns, int(rid), float(v))
               for v, rid in zip(values, result.rids, strict=True)]
-    with engine.store.transaction() as conn:
+    with engine.store.transaction(ns) as conn:
         before = conn.total_changes()
         conn.executemany(
             "UPDATE nodes SET importance = ? WHERE namespace = ? AND rid = ? "

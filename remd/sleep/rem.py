@@ -204,7 +204,7 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
     try:
         plan = plan_run(engine, ns, at, write=True, include_held=include_held)
         timings.update(plan.timings)
-        with engine.store.transaction() as conn:
+        with engine.store.transaction(ns) as conn:
             conn.execute("UPDATE rem_runs SET flagged = ?, held = ?, clusters = ?, "
                          "live_before = ?, unflagged = ? WHERE namespace = ? AND run_id = ?",
                          (len(plan.flagged), plan.held, len(plan.clusters), plan.live_before,

@@ -122,7 +122,7 @@ _WHY = {
 def start_run(engine: Engine, ns: str, run_id: str, at: float, trigger: str,
               synth: Synthesiser) -> None:
     """Insert the run row and take the lease. Raises Conflict if another run is alive."""
-    with engine.store.transaction() as conn:
+    with engine.store.transaction(ns) as conn:
         lease = read_lease(conn, ns)
         running = [r[0] for r in conn.execute(
             "SELECT run_id FROM rem_runs WHERE namespace = ? AND status = 'running'", (ns,))]
@@ -149,7 +149,7 @@ def finish_run(engine: Engine, ns: str, run_id: str, status: RunStatus, at: floa
     it folded and give its lease back; the run as recorded."""
     elapsed = time.perf_counter() - started
     timings = {**{k: round(v, 4) for k, v in phases.items()}, "total": round(elapsed, 4)}
-    with engine.store.transaction() as conn:
+    with engine.store.transaction(ns) as conn:
         live = conn.execute("SELECT count(*), coalesce(sum(tokens), 0) FROM nodes "
                             "WHERE namespace = ? AND status = 'live'", (ns,)).fetchone()
         # Every cluster asked about (a split's remainder too) is committed or skipped, so the

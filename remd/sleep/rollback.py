@@ -74,7 +74,7 @@ def rollback(engine: Engine, namespace: str, run_id: str, *,
     at = engine.clock() if now is None else now
     if isinstance(at, bool) or not isinstance(at, int | float) or not np.isfinite(at):
         raise InvalidInput(f"now must be a finite POSIX time, not {at!r}")
-    with engine.store.transaction() as conn:
+    with engine.store.transaction(ns) as conn:
         run = get_run(engine, ns, run_id)  # read under the write lock: no run can start meanwhile
         if run.status is RunStatus.ROLLED_BACK:
             raise RollbackRefused(f"REM run {run_id} is already rolled back")

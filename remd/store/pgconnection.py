@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from remd.errors import (
+    ConnectionLost,
     DatabaseLocked,
     InvalidInput,
     ReadOnlyStore,
@@ -25,7 +26,7 @@ from remd.errors import (
 )
 from remd.store import pgsearch
 from remd.store.pgconnect import redact
-from remd.store.pgsql import as_arrays, group, translate
+from remd.store.pgsql import as_arrays, as_unnest, group, one_row, translate
 from remd.store.seam import Match, Read
 
 if TYPE_CHECKING:
@@ -75,6 +76,31 @@ def _send(cur: Any, sql: str, params: Any, *, binary: bool = False) -> None:
     cur.execute(text, group(_params(params), spans) if params else None, binary=binary)
 
 
+def _unnest(sql: str, rows: list[Any]) -> tuple[str, list[Any]] | None:
+    """``sql`` (a one-row INSERT) for all of ``rows`` as one statement over arrays, and its
+    parameters; None where that would not do what the rows one by one do: an upsert whose
+    rows share a key (one statement can't update a row twice) or differ in their tail's
+    parameters, a column of no type or of mixed types (no array type)."""
+    shape = one_row(sql)
+    if shape is None or isinstance(rows[0], dict):
+        return None
+    _, target, n = shape
+    if target is not None and len({tuple(r[i] for i in target) for r in rows}) != len(rows):
+        return None
+    tail = rows[0][n:]
+    if any(r[n:] != tail for r in rows):
+        return None
+    arrays, casts = [], []
+    for k in range(n):
+        column = [r[k] for r in rows]
+        kinds = {type(v) for v in column if v is not None}
+        if len(kinds) != 1:
+            return None
+        casts.append("text" if kinds == {str} else "")
+        arrays.append(column)
+    return as_unnest(sql, tuple(casts)), [*arrays, *tail]
+
+
 def _params(params: Any) -> Any:
     if isinstance(params, dict):
         return {k: _value(v) for k, v in params.items()}
@@ -97,11 +123,39 @@ class PgConnection:
         # message when that is a prefetch). PostgreSQL takes the snapshot at the first
         # statement anyway, so the reads see one state all the same.
         self.pending = ""
+        # Set by the store: a new pooled connection in place of a broken one (which it takes).
+        self.renew: Callable[[Any], Any] | None = None
+
+    @property
+    def lost(self) -> bool:
+        """Whether the connection broke (the server went away): it can't be used again."""
+        return bool(self.raw.broken or self.raw.closed)
+
+    def fail(self, exc: Exception) -> Exception:
+        """The error to raise for ``exc``: ConnectionLost when the connection broke."""
+        if self.lost:
+            return ConnectionLost(
+                f"lost the connection to database {redact(self.url)!r} "
+                f"({first_line(exc).strip()[:200]}): what was not committed is not stored; "
+                "retry")
+        return wrap(exc, self.url)
+
+    def begin(self, sql: str) -> None:
+        """Send ``sql`` (a transaction's BEGIN, nothing before it on this connection): on a
+        connection found broken (an idle one the server's restart closed), again on a new one:
+        nothing was done on the broken one."""
+        try:
+            self.script(sql)
+        except ConnectionLost:
+            if self.renew is None:
+                raise
+            self.raw = self.renew(self.raw)
+            self.script(sql)
 
     def _begin(self) -> None:
         if self.pending:
             begin, self.pending = self.pending, ""
-            self.script(begin)
+            self.begin(begin)
 
     @property
     def in_transaction(self) -> bool:
@@ -139,7 +193,7 @@ class PgConnection:
                     self.memo[key] = rows
                 return _Cursor(rows)
         except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
+            raise self.fail(exc) from exc
         except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
             raise InvalidInput("value is not valid UTF-8") from exc
 
@@ -158,9 +212,12 @@ class PgConnection:
                 _send(cur, sql, params, binary=True)
                 return cur.fetchall()
         except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
+            raise self.fail(exc) from exc
 
     def executemany(self, sql: str, seq: Any) -> None:
+        """Run ``sql`` once per row of ``seq``: a one-row INSERT as one statement over arrays
+        (:func:`_unnest`) where that does exactly what the rows one by one would; otherwise
+        each row, in one pipeline."""
         import psycopg
 
         rows = [_params(p) for p in seq]
@@ -169,10 +226,14 @@ class PgConnection:
         self._begin()
         try:
             with self.raw.cursor() as cur:
-                cur.executemany(translate(sql), rows)
+                single = _unnest(sql, rows) if len(rows) > 1 else None
+                if single is not None:
+                    cur.execute(*single)
+                else:
+                    cur.executemany(translate(sql), rows)
                 self.changes += max(cur.rowcount, 0)
         except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
+            raise self.fail(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInput("value is not valid UTF-8") from exc
 
@@ -229,24 +290,35 @@ class PgConnection:
 
         begin, self.pending = self.pending, ""
         cursors: list[Any] = []
+        later: list[Read] | None = None
 
         def send(reads: Sequence[Read]) -> None:
             for sql, params, *binary in reads:
                 cursors.append(cur := psycopg.Cursor(self.raw))
                 _send(cur, sql, params, binary=bool(binary and binary[0]))
 
-        try:
-            with self.raw.pipeline():
-                if begin:
-                    psycopg.Cursor(self.raw).execute(cast(Any, begin))
-                send(first)
-                if then is not None:
-                    send(then())
-        except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
-        except UnicodeEncodeError as exc:
-            raise InvalidInput("value is not valid UTF-8") from exc
-        return cursors
+        for again in (bool(begin and self.renew), False):
+            cursors.clear()
+            try:
+                with self.raw.pipeline():
+                    if begin:
+                        psycopg.Cursor(self.raw).execute(cast(Any, begin))
+                    send(first)
+                    if then is not None:
+                        if later is None:
+                            later = list(then())
+                        send(later)
+                return cursors
+            except psycopg.Error as exc:
+                # A snapshot's first message (reads only) on a connection found broken: again,
+                # on a new one.
+                if again and self.lost and self.renew is not None:
+                    self.raw = self.renew(self.raw)
+                    continue
+                raise self.fail(exc) from exc
+            except UnicodeEncodeError as exc:
+                raise InvalidInput("value is not valid UTF-8") from exc
+        raise AssertionError("unreachable")
 
     # -- the dialect's differences (remd/store/seam.py; the SQL: remd/store/pgsearch.py) ------
     def rows_per_tag(self, read: str, tids: Sequence[int], namespace: str, limit: int, *,
@@ -300,7 +372,7 @@ class PgConnection:
         try:
             self.raw.execute(cast(Any, sql))
         except psycopg.Error as exc:
-            raise wrap(exc, self.url) from exc
+            raise self.fail(exc) from exc
 
 
 def wrap(exc: Exception, url: str) -> Exception:

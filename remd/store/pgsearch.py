@@ -51,14 +51,19 @@ def index_text(conn: Connection, rid: int, namespace: str, content: str) -> None
     """A new memory's stems in the namespace's term index and statistics."""
     counts = Counter(str(t[2]) for t in tokenize(content.encode("utf-8"), query=False))
     length = sum(counts.values())
-    conn.executemany("INSERT INTO node_terms (namespace, stem, rid, tf, len) "
-                     "VALUES (?, ?, ?, ?, ?)",
-                     [(namespace, stem, rid, n, length) for stem, n in counts.items()])
-    conn.execute("INSERT INTO node_terms_len (rid, namespace, len) VALUES (?, ?, ?)",
-                 (rid, namespace, length))
-    conn.execute("INSERT INTO fts_stats (namespace, docs, terms) VALUES (?, 1, ?) "
-                 "ON CONFLICT (namespace) DO UPDATE SET docs = fts_stats.docs + 1, "
-                 "terms = fts_stats.terms + excluded.terms", (namespace, length))
+    conn.execute(INDEX_TEXT, (namespace, rid, length, list(counts), list(counts.values()),
+                              rid, namespace, length, namespace, length))
+
+
+# One statement (one round trip) for a memory's postings, its length and the statistics.
+INDEX_TEXT = (
+    "WITH terms AS (INSERT INTO node_terms (namespace, stem, rid, tf, len) "
+    "SELECT ?, u.stem, ?, u.tf, ? FROM unnest(CAST(? AS text[]), CAST(? AS integer[])) "
+    "AS u(stem, tf)), "
+    "length AS (INSERT INTO node_terms_len (rid, namespace, len) VALUES (?, ?, ?)) "
+    "INSERT INTO fts_stats (namespace, docs, terms) VALUES (?, 1, ?) "
+    "ON CONFLICT (namespace) DO UPDATE SET docs = fts_stats.docs + 1, "
+    "terms = fts_stats.terms + excluded.terms")
 
 
 def unindex_text(conn: Connection, rid: int, namespace: str) -> None:

@@ -15,6 +15,8 @@ actually writes:
 - ``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING`` (on a table with a unique key);
   ``INSERT OR REPLACE INTO t (...)`` becomes an upsert on ``t``'s key (:data:`KEYS`; a table
   with more than one key has no translation: SQLite replaces the rows conflicting on any);
+- an upsert's ``ON CONFLICT (src, dst)`` (SQLite's key) becomes ``ON CONFLICT (namespace,
+  src, dst)`` where PostgreSQL's key leads with the namespace (:data:`KEYS`);
 - ``WHERE 1`` (a filter built by appending ``AND ...``) becomes ``WHERE true``;
 - ``CROSS JOIN t ON ...`` (SQLite's join-order hint) becomes ``JOIN t ON ...``;
 - ``9e999`` (SQLite's way to write infinity) becomes ``'Infinity'::float8``.
@@ -35,33 +37,34 @@ from functools import lru_cache
 
 from remd.errors import StoreError
 
-__all__ = ["KEYS", "translate"]
+__all__ = ["KEYS", "as_unnest", "translate"]
 
 # Every unique key of each table of the PostgreSQL schema (remd/store/pg_migrations), the
-# primary key first. tests/test_pgsql.py checks it against the catalog of a migrated database.
+# primary key (if any) first. tests/test_pgsql.py checks it against the catalog of a migrated
+# database.
 KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "access_log": (),
-    "edges": (("eid",),),
-    "feedback": (("pack_id",),),
+    "edges": (("namespace", "eid"),),
+    "feedback": (("namespace", "pack_id"),),
     "fts_stats": (("namespace",),),
-    "node_log": (("seq",),),
-    "node_tags": (("tid", "rid"),),
+    "node_log": (("namespace", "seq"),),
+    "node_tags": (("namespace", "tid", "rid"),),
     "node_terms": (("namespace", "stem", "rid"),),
-    "node_terms_len": (("rid",),),
-    "node_vec_bit": (("rid",),),
-    "nodes": (("rid",), ("id",), ("namespace", "rid")),
-    "pack_items": (("pack_id", "rank"),),
-    "packs": (("pack_id",), ("namespace", "pack_id")),
-    "rem_clusters": (("run_id", "cluster_no"),),
+    "node_terms_len": (("namespace", "rid"),),
+    "node_vec_bit": (("namespace", "rid"),),
+    "nodes": (("namespace", "id"), ("namespace", "rid")),
+    "pack_items": (("namespace", "pack_id", "rank"),),
+    "packs": (("namespace", "pack_id"),),
+    "rem_clusters": (("namespace", "run_id", "cluster_no"),),
     "rem_holds": (("namespace", "node_id"),),
-    "rem_runs": (("run_id",), ("namespace", "run_id")),
+    "rem_runs": (("namespace", "run_id"),),
     "remd_meta": (("key",),),
     "remd_migrations": (("name",),),
-    "sentence_vec": (("sid",),),
-    "tag_edges": (("src", "dst"),),
-    "tag_log": (("seq",),),
-    "tag_parents": (("child", "parent"),),
-    "tags": (("tid",), ("namespace", "name"), ("namespace", "tid")),
+    "sentence_vec": (("namespace", "sid"),),
+    "tag_edges": (("namespace", "src", "dst"),),
+    "tag_log": (("namespace", "seq"),),
+    "tag_parents": (("namespace", "child", "parent"),),
+    "tags": (("namespace", "name"), ("namespace", "tid")),
 }
 
 # -- the lexer: what is not code is set aside as \x00n\x00 while the code is rewritten --------
@@ -230,6 +233,24 @@ def _append_conflict(masked: _Masked, code: str, clause: str) -> str:
     return code[:m.start()] + clause + " " + code[m.start():]
 
 
+_CONFLICT = re.compile(r"\bINSERT\s+INTO\s+(\w+)\b.*\bON\s+CONFLICT\s*\(([^)]*)\)",
+                       re.IGNORECASE | re.DOTALL)
+
+
+def _namespaced(code: str) -> str:
+    """An upsert's conflict target as SQLite's key names it (``ON CONFLICT (src, dst)``) with
+    the namespace the PostgreSQL key leads with (migration 0003_namespace_keys), where that
+    key is the table's and the target alone is not."""
+    m = _CONFLICT.search(code)
+    if m is None:
+        return code
+    target = tuple(c.strip().lower() for c in m.group(2).split(","))
+    keys = KEYS.get(m.group(1).lower(), ())
+    if target in keys or ("namespace", *target) not in keys:
+        return code
+    return code[:m.start(2)] + "namespace, " + m.group(2) + code[m.end(2):]
+
+
 def _keys(table: str, what: str, sql: str) -> tuple[tuple[str, ...], ...]:
     keys = KEYS.get(table.lower())
     if keys is None:
@@ -287,6 +308,7 @@ def translate(sql: str, bound: bool = True) -> str:
         code = _append_conflict(masked, _OR_IGNORE.sub(r"INSERT INTO \1", code),
                                 "ON CONFLICT DO NOTHING")
     code = _or_replace(masked, code, sql)
+    code = _namespaced(code)
     code = _IS_NOT.sub("IS DISTINCT FROM ?", code)
     code = _IS.sub("IS NOT DISTINCT FROM ?", code)
     code = _WHERE_1.sub("WHERE true", code)
@@ -331,3 +353,56 @@ def group(params: Sequence[object], spans: tuple[tuple[int, int], ...]) -> list[
         at = start + count
     out += params[at:]
     return out
+
+
+_ONE_ROW = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)\s*\(([^()]*)\)\s*VALUES\s*\(([^()]*)\)(.*)$",
+                      re.IGNORECASE | re.DOTALL)
+_CONSTANT = re.compile(r"-?\d+(\.\d+)?")
+_UPDATE_ON = re.compile(r"\bON\s+CONFLICT\s*\(([^()]*)\)\s*DO\s+UPDATE\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=256)
+def one_row(sql: str) -> tuple[tuple[str, ...], tuple[int, ...] | None, int] | None:
+    """A one-row ``INSERT INTO t (cols) VALUES (?, ..., constants) [tail]`` (SQLite's
+    dialect, as executemany runs it per row): (its columns, the positions among its row's
+    parameters of an upsert's conflict target, None for none, its ``?`` in VALUES); None for
+    any other
+    statement (or another shape of VALUES)."""
+    m = _ONE_ROW.match(sql)
+    if m is None or "?" in _Masked(m.group(1)).code:
+        return None
+    cols = tuple(c.strip().lower() for c in m.group(2).split(","))
+    items = [i.strip() for i in m.group(3).split(",")]
+    if len(items) != len(cols) or not all(i == "?" or _CONSTANT.fullmatch(i) for i in items):
+        return None
+    target = None
+    update = _UPDATE_ON.search(m.group(4))
+    if update is not None:
+        names = [c.strip().lower() for c in update.group(1).split(",")]
+        if not set(names) <= set(cols) or any(items[cols.index(c)] != "?" for c in names):
+            return None
+        target = tuple(items[:cols.index(c)].count("?") for c in names)
+    return cols, target, items.count("?")
+
+
+@lru_cache(maxsize=256)
+def as_unnest(sql: str, casts: tuple[str, ...]) -> str:
+    """The statement inserting many rows of :func:`one_row`'s ``sql`` in one go, from one
+    array per ``?`` of its VALUES (each cast to ``casts``' type, "" for none; then the
+    parameters of its tail once), translated."""
+    m = _ONE_ROW.match(sql)
+    assert m is not None
+    items = [i.strip() for i in m.group(3).split(",")]
+    arrays: list[str] = []
+    select: list[str] = []
+    for item in items:
+        if item == "?":
+            k = len(arrays)
+            cast = casts[k]
+            arrays.append(f"CAST(? AS {cast}[])" if cast else "?")
+            select.append(f"u.c{k}")
+        else:
+            select.append(item)
+    names = ", ".join(f"c{k}" for k in range(len(arrays)))
+    return translate(f"INSERT INTO {m.group(1)} ({m.group(2)}) SELECT {', '.join(select)} "
+                     f"FROM unnest({', '.join(arrays)}) AS u({names}){m.group(4)}")

@@ -9,10 +9,12 @@ cursor, ``executemany``, ``total_changes``, ``in_transaction``).
 
 Semantics kept from SQLite:
 
-- A write transaction is serialised with every other write transaction on the database (one
-  transaction-scoped advisory lock, taken at BEGIN): SQLite's one-writer rule, which the change
-  logs rely on (seq order = commit order; see the schema) and the write path's read-then-write
-  steps (fact supersession, tag counts) assume. Reads never wait for it.
+- A write transaction is serialised with every other write transaction on its namespaces
+  (transaction-scoped advisory locks, taken at BEGIN: remd/store/pglocks.py): SQLite's
+  one-writer rule, per namespace, which the change logs rely on (seq order = commit order
+  within a namespace; see the schema) and the write path's read-then-write steps (fact
+  supersession, tag counts) assume. One that names no namespace is serialised with every
+  write transaction, as SQLite's are. Reads never wait for them.
 - ``snapshot()`` is a REPEATABLE READ transaction: several reads see one state.
 - Named migrations (remd/store/pg_migrations/), with the same refusal of a newer schema.
 
@@ -26,15 +28,15 @@ import contextlib
 import functools
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
-from remd.errors import PoolExhausted, StoreError
+from remd.errors import ConnectionLost, PoolExhausted, StoreError
 from remd.logs import get_logger
-from remd.store import pgsearch
+from remd.store import pglocks, pgsearch
 from remd.store import sqlite as store
 from remd.store.pgconnect import reach, redact
 from remd.store.pgconnection import PgConnection, wrap
@@ -46,25 +48,18 @@ if TYPE_CHECKING:
 log = get_logger("remd.pgstore")
 
 URL_PREFIXES = ("postgresql://", "postgres://")
-WRITE_LOCK = 0x72656D64  # "remd": the advisory lock every write transaction holds
-_BEGIN = ("BEGIN", f"SELECT pg_advisory_xact_lock({WRITE_LOCK:d})")
-PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged")
+PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
+                                 "0003_namespace_keys", "0004_statement_triggers")
 
 
-def _commit() -> tuple[str, ...]:
-    """COMMIT, after pruning the change logs as the SQLite store does
-    (remd.store.sqlite._prune_logs:
-    the oldest rows of a log once it holds LOG_KEEP + a step), sent together. Here each log's
-    pruning is one statement, its condition evaluated once before any row is looked at
-    (SQLite would test it row by row: it probes first instead)."""
-    return _commit_sql(store.LOG_KEEP, store._LOG_STEP)
+def _begin(names: pglocks.Scope) -> tuple[str, str]:
+    """BEGIN and the write locks of a transaction on ``names`` (None: every namespace)."""
+    return "BEGIN", pglocks.lock_sql(names)
 
 
-@functools.cache
-def _commit_sql(keep: int, step: int) -> tuple[str, ...]:
-    return (*(f"DELETE FROM {log} WHERE (SELECT max(seq) - min(seq) FROM {log}) >= "
-              f"{keep + step:d} AND seq < (SELECT max(seq) FROM {log}) - {keep:d}"
-              for log in ("tag_log", "node_log")), "COMMIT")
+def _commit(names: pglocks.Scope) -> tuple[str, ...]:
+    """The change logs' pruning (of ``names``' rows; None: all) and COMMIT."""
+    return pglocks.commit_sql(names, store.LOG_KEEP, store._LOG_STEP)
 
 
 def is_url(path: object) -> bool:
@@ -145,17 +140,32 @@ class PgStore(Leases[PgConnection]):
     def connection(self) -> Iterator[PgConnection]:
         """A connection leased to this thread for the block (the held one when nested).
         Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
-        import psycopg
-        import psycopg_pool
-
         held: PgConnection | None = getattr(self._local, "conn", None)
         if held is not None:
             yield held
             return
         if self._closed:
             raise StoreError(f"database {redact(self.path)!r} is closed")
+        conn = PgConnection(self._lease(), self.path)
+        conn.renew = self._renew
+        self._local.conn, self._local.depth, self._local.held = conn, 0, None
         try:
-            raw = self._pool.getconn()
+            yield conn
+        finally:
+            self._local.conn = None
+            if conn.in_transaction and not conn.lost:  # a generator abandoned mid-block
+                with contextlib.suppress(Exception):
+                    conn.raw.execute("ROLLBACK")  # never leak a lock
+            self._pool.putconn(conn.raw)  # a broken one is discarded
+
+    def _lease(self) -> Any:
+        """A connection of the pool. Raises PoolExhausted when none frees up within
+        ``pool_wait_ms`` (StoreError naming the cause when the server can't be reached)."""
+        import psycopg
+        import psycopg_pool
+
+        try:
+            return self._pool.getconn()
         except psycopg_pool.PoolTimeout as exc:
             if self._pool.get_stats()["pool_size"] < self.config.max_connections:
                 reach(self.path, self.config)  # the pool could not grow: say why, if it can't
@@ -164,57 +174,71 @@ class PgStore(Leases[PgConnection]):
                 f"in use (waited {self.config.pool_wait_ms} ms); retry later") from exc
         except psycopg.Error as exc:
             raise wrap(exc, self.path) from exc
-        conn = PgConnection(raw, self.path)
-        self._local.conn, self._local.depth = conn, 0
-        try:
-            yield conn
-        finally:
-            self._local.conn = None
-            if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
-                with contextlib.suppress(Exception):
-                    raw.execute("ROLLBACK")
-            self._pool.putconn(raw)
+
+    def _renew(self, broken: Any) -> Any:
+        """A new connection for one found broken (the server restarted): the broken one is
+        discarded, and so is every idle one that broke with it (psycopg_pool's check)."""
+        self._pool.putconn(broken)
+        with contextlib.suppress(Exception):
+            self._pool.check()
+        return self._lease()
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[PgConnection]:
-        """BEGIN + the write lock ... COMMIT; a SAVEPOINT when nested; rollback on error."""
+    def transaction(self, namespace: str | Iterable[str] | None = None
+                    ) -> Iterator[PgConnection]:
+        """BEGIN + the write locks of ``namespace`` (a name, several, or None: every
+        namespace; remd/store/pglocks.py) ... COMMIT; a SAVEPOINT when nested (taking the
+        locks the outer transaction lacks); rollback on error."""
+        names = pglocks.scope(namespace)
         with self.connection() as conn:
             local = self._local
             if local.depth:
+                more = pglocks.more_sql(local.held, names)
+                if more is not None:
+                    conn.script(more)
+                    local.held = None if names is None else tuple(sorted(
+                        {*local.held, *names}))
                 with store.savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
                     yield conn
                 return
-            local.depth = 1
+            local.depth, local.held = 1, names
             try:
-                conn.script("; ".join(_BEGIN))  # one round trip
+                conn.begin("; ".join(_begin(names)))  # one round trip (again if lost)
                 yield conn
             except BaseException:
                 _rollback(conn)
                 raise
             else:
                 try:
-                    conn.script("; ".join(_commit()))  # pruning and COMMIT: one round trip
+                    # pruning and COMMIT: one round trip
+                    conn.script("; ".join(_commit(local.held)))
+                except ConnectionLost as exc:
+                    raise ConnectionLost(
+                        f"{exc} (lost while committing: the transaction may have committed)"
+                        ) from exc
                 except BaseException:
                     _rollback(conn)
                     raise
             finally:
                 local.depth = 0
 
-    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        """Run ``statements`` (SQL, parameters) in one write transaction: one pipeline (one
-        round trip), BEGIN and the write lock to the pruning and COMMIT (inside a transaction
-        already: on it, one by one)."""
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]],
+                  namespace: str | Iterable[str] | None = None) -> None:
+        """Run ``statements`` (SQL, parameters) in one write transaction on ``namespace`` (as
+        :meth:`transaction`'s): one pipeline (one round trip), BEGIN and the write locks to
+        the pruning and COMMIT (inside a transaction already: on it, one by one)."""
         if self._local.depth:
-            with self.transaction() as held:
+            with self.transaction(namespace) as held:
                 for sql, params in statements:
                     held.execute(sql, params)
             return
+        names = pglocks.scope(namespace)
         with self.connection() as conn:
             self._local.depth = 1
             try:
-                conn.pipelined([*((sql, ()) for sql in _BEGIN), *statements,
-                                *((sql, ()) for sql in _commit())])
+                conn.pipelined([*((sql, ()) for sql in _begin(names)), *statements,
+                                *((sql, ()) for sql in _commit(names))])
             except BaseException:
                 _rollback(conn)
                 raise
@@ -240,7 +264,7 @@ class PgStore(Leases[PgConnection]):
                 yield conn
                 return
             conn.pending = "BEGIN ISOLATION LEVEL REPEATABLE READ"
-            local.depth = 1
+            local.depth, local.held = 1, None  # a transaction nested in it takes no lock
             conn.memo = {}
             try:
                 yield conn
@@ -309,6 +333,6 @@ class PgStore(Leases[PgConnection]):
 
 
 def _rollback(conn: PgConnection) -> None:
-    if conn.in_transaction:
+    if conn.in_transaction and not conn.lost:
         with contextlib.suppress(Exception):
             conn.raw.execute("ROLLBACK")

@@ -23,7 +23,7 @@ method, so that no engine module asks which database it is on:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -153,11 +153,17 @@ class Store(Protocol):
 
     def connection(self) -> contextlib.AbstractContextManager[Connection]: ...
 
-    def transaction(self) -> contextlib.AbstractContextManager[Connection]: ...
+    def transaction(self, namespace: str | Iterable[str] | None = None
+                    ) -> contextlib.AbstractContextManager[Connection]:
+        """A write transaction (a savepoint when nested). ``namespace``: the namespaces it
+        writes; on PostgreSQL it is serialised with the write transactions of those only
+        (None, the default: with every write transaction). SQLite ignores it (one writer)."""
+        ...
 
     def snapshot(self) -> contextlib.AbstractContextManager[Connection]: ...
 
-    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None: ...
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]],
+                  namespace: str | Iterable[str] | None = None) -> None: ...
 
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]: ...
 

@@ -15,7 +15,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -263,8 +263,10 @@ class Store(Leases[SqliteConnection]):
 
     # -- transactions -------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[SqliteConnection]:
+    def transaction(self, namespace: str | Iterable[str] | None = None
+                    ) -> Iterator[SqliteConnection]:
         """``BEGIN IMMEDIATE`` ... ``COMMIT``; a SAVEPOINT when nested; rollback on any error.
+        ``namespace`` (the namespaces written) is ignored: a SQLite file has one writer.
 
         Retries BEGIN with jittered backoff when another process holds the write lock past the
         busy timeout; raises DatabaseLocked after ``lock_retries`` attempts. apsw errors inside
@@ -298,8 +300,10 @@ class Store(Leases[SqliteConnection]):
             finally:
                 local.depth = 0
 
-    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        """Run ``statements`` (SQL, parameters) in one write transaction."""
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]],
+                  namespace: str | Iterable[str] | None = None) -> None:
+        """Run ``statements`` (SQL, parameters) in one write transaction (``namespace``
+        ignored, as :meth:`transaction`'s)."""
         with self.transaction() as conn:
             for sql, params in statements:
                 conn.execute(sql, params)

@@ -87,7 +87,7 @@ def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] 
                 fresh.setdefault(ns, []).append(Fresh(rid=rid, id=node_id, content=content,
                                                       created_at=created, vector=vec))
         bits = {ns: _refreshed_bits(engine, ns) for ns in fresh}
-        with store.transaction() as conn:
+        with store.transaction({str(r[1]) for r in rows}) as conn:  # each one's lock
             at = len(rows)
             for (rid, ns, *_), vec, mine in zip(rows, vectors[:len(rows)], pieces, strict=True):
                 GraphWriter(conn, ns).write_vector(

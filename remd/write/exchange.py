@@ -377,7 +377,7 @@ def import_lines(engine: Engine, namespace: str, lines: Iterable[str] | ImportBa
               for e in batch.edges]
     links = [replace(e, src=remap.get(e.src, e.src), dst=remap.get(e.dst, e.dst))
              for e, tag in zip(batch.edges, is_tag, strict=True) if not tag]
-    with engine.store.transaction() as conn:
+    with engine.store.transaction(namespace) as conn:
         writer = Writer(conn, namespace, engine.config, engine.counter)
         new_links = _absent(conn, namespace, links)
         for e in new_links:

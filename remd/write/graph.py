@@ -26,6 +26,7 @@ from remd.store.seam import Connection
 
 NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
 COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
+ROWS_PER_STATEMENT = 200  # rows of one multi-row statement (SQLite's bound parameters: 32766)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,26 +119,42 @@ class GraphWriter:
             self._tids[name] = tid
         return tid
 
+    def tag_ids(self, names: Sequence[str], now: float) -> list[int]:
+        """The tags' ids, in ``names``' order, those the namespace lacks created (df 0) in
+        that order: one statement for the names not seen yet."""
+        todo = list(dict.fromkeys(n for n in names if n not in self._tids))
+        for at in range(0, len(todo), ROWS_PER_STATEMENT):
+            part = todo[at:at + ROWS_PER_STATEMENT]
+            rows = self.conn.execute(
+                "INSERT INTO tags (namespace, name, df, created_at) VALUES "
+                + ", ".join(["(?, ?, 0, ?)"] * len(part))
+                + " ON CONFLICT (namespace, name) DO UPDATE SET df = tags.df RETURNING name, tid",
+                [v for name in part for v in (self.ns, name, now)]).fetchall()
+            self._tids.update((str(name), int(tid)) for name, tid in rows)
+        return [self._tids[n] for n in names]
+
     def tag(self, rid: int, tids: Sequence[tuple[int, float]]) -> None:
-        """Tag ``rid`` with ``(tid, weight)`` pairs new to it; each tag's count goes up."""
-        self.conn.executemany(
+        """Tag ``rid`` with ``(tid, weight)`` pairs new to it; each tag's count goes up (one
+        statement for ``ROWS_PER_STATEMENT`` tags: a server's round trips)."""
+        self.conn.executemany(  # one statement on PostgreSQL (over arrays)
             "INSERT INTO node_tags (namespace, tid, rid, weight) VALUES (?, ?, ?, ?)",
             [(self.ns, tid, rid, w) for tid, w in tids],
         )
-        self.conn.executemany(
-            "UPDATE tags SET df = df + 1 WHERE namespace = ? AND tid = ?",
-            [(self.ns, tid) for tid, _ in tids]
-        )
+        for at in range(0, len(tids), ROWS_PER_STATEMENT):
+            part = tids[at:at + ROWS_PER_STATEMENT]
+            self.conn.execute(
+                "UPDATE tags SET df = df + 1 WHERE namespace = ? AND tid IN ("
+                + ",".join("?" * len(part)) + ")", (self.ns, *(tid for tid, _ in part)))
 
     def tag_with(self, rid: int, weights: dict[str, float], now: float,
                  others: Sequence[int]) -> None:
         """Tag ``rid`` with ``weights`` (names new to it) beside the tags ``others`` it keeps:
         the tags (created if new), their counts and their co-occurrence edges."""
-        tids = [(self.tag_id(name, now), w) for name, w in weights.items()]
+        tids = list(zip(self.tag_ids(list(weights), now), weights.values(), strict=True))
         self.tag(rid, tids)
         pairs = [(a, b) for a, _ in tids for b, _ in tids if a != b]
         pairs += [p for a, _ in tids for b in others for p in ((a, b), (b, a))]
-        if pairs:
+        if pairs:  # each pair once: one statement on PostgreSQL (over arrays)
             self.conn.executemany(
                 "INSERT INTO tag_edges (namespace, src, dst, count, weight) VALUES (?, ?, ?, 1, ?) "
                 "ON CONFLICT (src, dst) DO UPDATE SET count = tag_edges.count + 1, "

@@ -51,7 +51,7 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
         chunk = drafts[start:start + BULK_CHUNK]
         counts = engine.counter.count_many([d.content for d in chunk])
         now = engine.clock()
-        with engine.store.transaction() as conn:
+        with engine.store.transaction(namespace) as conn:
             writer = Writer(conn, namespace, engine.config, engine.counter)
             fresh: list[Fresh] = []
             for draft, n in zip(chunk, counts, strict=True):
@@ -149,7 +149,7 @@ def _write(engine: Engine, namespace: str,
     done = 0
     for start in range(0, len(answers), BULK_CHUNK):
         try:
-            with engine.store.transaction() as conn:
+            with engine.store.transaction(namespace) as conn:
                 writer = Writer(conn, namespace, engine.config, engine.counter)
                 now = engine.clock()
                 for rid, draft, tags in answers[start:start + BULK_CHUNK]:
@@ -203,7 +203,7 @@ def judge_with_llm(engine: Engine, namespace: str, ids: Sequence[str]) -> int:
                 engine.telemetry.llm_called(LLMRole.UPDATE_JUDGE, failed=True)
                 raise
             engine.telemetry.llm_called(LLMRole.UPDATE_JUDGE, failed=False)
-            with engine.store.transaction() as conn:
+            with engine.store.transaction(namespace) as conn:
                 decided += apply_judgement(conn, namespace, node_id, relations,
                                            engine.clock(), judge.model)
         except LLMError as exc:

@@ -179,16 +179,16 @@ def decided_by(conn: Connection, ns: str, newer: str) -> list[Other]:
 
 def _tag_neighbours(conn: Connection, ns: str, rid: int) -> list[int]:
     """Live memories sharing the most of ``rid``'s specific tags (each on at most TAG_CAP)."""
-    # CROSS JOIN keeps SQLite's join order: the memory's few tags first, then each tag's
-    # live members by node_tags_live_top (left to itself it scanned the namespace's tags).
+    # The memory's few specific tags first (materialised: that order whatever a planner's
+    # statistics say, e.g. PostgreSQL's during a bulk save), then each tag's live members.
     rows: Any = conn.execute(
-        "SELECT b.rid, count(*) AS shared FROM node_tags a "
+        "WITH mine AS MATERIALIZED (SELECT a.tid FROM node_tags a "
         "JOIN tags t ON t.namespace = a.namespace AND t.tid = a.tid AND t.df <= ? "
-        "CROSS JOIN node_tags b "
-        "WHERE a.namespace = ? AND a.rid = ? AND b.namespace = a.namespace "
-        "AND b.tid = a.tid AND b.live = 1 AND b.rid != ? "
+        "WHERE a.namespace = ? AND a.rid = ?) "
+        "SELECT b.rid, count(*) AS shared FROM mine JOIN node_tags b "
+        "ON b.namespace = ? AND b.tid = mine.tid AND b.live = 1 AND b.rid != ? "
         "GROUP BY b.rid ORDER BY shared DESC, b.rid DESC LIMIT ?",
-        (TAG_CAP, ns, rid, rid, JUDGED)).fetchall()
+        (TAG_CAP, ns, rid, ns, rid, JUDGED)).fetchall()
     return [int(r[0]) for r in rows]
 
 

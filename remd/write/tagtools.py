@@ -248,7 +248,7 @@ def rename_tag(engine: Engine, ns: str, old: str, new: str) -> str:
     InvalidInput for an unusable name.
     """
     new_name = normalise_tag(new)
-    with engine.store.transaction() as conn:
+    with engine.store.transaction(ns) as conn:
         tid, old_name = _need(conn, ns, old)
         if new_name == old_name:
             return new_name
@@ -268,7 +268,7 @@ def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
     frequency is recounted. One transaction. Raises NotFound for an unknown tag, Conflict if the
     two are the same tag or the merged hierarchy would have a cycle.
     """
-    with engine.store.transaction() as conn:
+    with engine.store.transaction(ns) as conn:
         s, s_name = _need(conn, ns, src)
         d, d_name = _need(conn, ns, dst)
         if s == d:
