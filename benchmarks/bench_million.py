@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import os
 import platform
+import resource
 import sys
 import time
 from collections import defaultdict
@@ -207,22 +208,28 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.idle > 0 and args.reps > 0:
             idle: dict[str, list[float]] = defaultdict(list)
+            faults: dict[str, list[tuple[int, int]]] = defaultdict(list)
             emb.real = real
             for rep in range(args.reps):
                 for label in (("1M", "10k") if rep % 2 == 0 else ("10k", "1M")):
                     time.sleep(args.idle)
                     text = texts[label][cursor[label]]
                     cursor[label] += 1
+                    ru = resource.getrusage(resource.RUSAGE_SELF)
                     t = time.perf_counter()
                     mems[label].inject(text, args.budget)
                     idle[label].append((time.perf_counter() - t) * 1000)
+                    after = resource.getrusage(resource.RUSAGE_SELF)
+                    faults[label].append((after.ru_majflt - ru.ru_majflt,
+                                          after.ru_minflt - ru.ru_minflt))
             print(f"First question (+embed) after {args.idle:.0f} s idle, {args.reps} times "
                   "per file:\n")
-            print("| file | ms | max ms | max / warm 10k p95 +embed |")
-            print("|---|---|---:|---:|")
+            print("| file | ms | max ms | max / warm 10k p95 +embed | page faults (major/minor) |")
+            print("|---|---|---:|---:|---|")
             for label, got in idle.items():
                 print(f"| {label} | {' / '.join(f'{v:.1f}' for v in got)} | {max(got):.1f} "
-                      f"| {max(got) / p95['10k +embed']:.2f}x |")
+                      f"| {max(got) / p95['10k +embed']:.2f}x "
+                      f"| {' / '.join(f'{a}/{b}' for a, b in faults[label])} |")
             print(flush=True)
 
         if matrix is not None and args.recall > 0:
