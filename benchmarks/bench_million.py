@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="idle repetitions per file")
     ap.add_argument("--recall", type=int, default=200, help="questions for the 1M recall")
     ap.add_argument("--no-brute", action="store_true", help="skip the brute-force arm")
+    ap.add_argument("--cells", type=int, default=0, metavar="N",
+                    help="also an arm \"1M cells\": the 1M file opened again with "
+                         "[inject] vector_cells_from=N (its own questions)")
     ap.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[],
                     help="[inject] settings, e.g. vector_rerank=8")
     args = ap.parse_args(argv)
@@ -121,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     for label, path in files.items():
         with Memory(path, embedder=None) as mem:
             sizes[label] = int(mem.store.scalar("SELECT max(rid) FROM nodes"))
-        planned[label] = queries(sizes[label], per_file, path)
+        planned[label] = queries(sizes[label], per_file * (2 if label == "1M" and args.cells
+                                                           else 1), path)
     # The brute-force arm asks the 1M file's questions (its timed ones come after the
     # questions the remd arms use).
     brute_q = {f"brute {i}": v for i, v in enumerate(
@@ -139,6 +143,13 @@ def main(argv: list[str] | None = None) -> int:
                                                   clock=lambda: NOW))
                 for label, path in files.items()}
         texts = {label: list(p) for label, p in planned.items()}
+        if args.cells:
+            cells = config.model_copy(update={"inject": config.inject.model_copy(
+                update={"vector_cells_from": args.cells})})
+            mems["1M cells"] = stack.enter_context(Memory(args.large, config=cells,
+                                                          embedder=emb, clock=lambda: NOW))
+            texts["1M cells"] = texts["1M"][per_file:]
+            texts["1M"] = texts["1M"][:per_file]
         rss1 = rss_mb()
         loads = {}
         for label, mem in mems.items():
@@ -148,10 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             for text in texts[label][1:args.warmup]:
                 mem.inject(text, args.budget)
         rss2 = rss_mb()
-        arms = [("10k", False), ("10k", True), ("1M", False), ("1M", True)]
+        arms = [(label, embed) for label in mems for embed in (False, True)]
         if matrix is not None:
             arms += [("brute", False), ("brute", True)]
-        cursor = {label: args.warmup for label in files}
+        cursor = {label: args.warmup for label in mems}
         btexts = list(brute_q)
         bcur = 0
         for block in range(len(arms) * args.queries // BLOCK):
@@ -190,6 +201,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"**{p95['1M +embed'] / p95['brute +embed']:.2f}x** (p50 "
                   f"{p50['1M +embed'] / p50['brute +embed']:.2f}x; bare "
                   f"{p95['1M'] / p95['brute']:.2f}x)")
+        if args.cells:
+            c95, c50 = p95["1M cells +embed"], p50["1M cells +embed"]
+            print(f"- 1M cells / 10k p95 +embed: **{c95 / p95['10k +embed']:.2f}** (p50 "
+                  f"{c50 / p50['10k +embed']:.2f}); bare p95 {p95['1M cells'] / p95['10k']:.2f}"
+                  + (f"; / brute force p95 +embed **{c95 / p95['brute +embed']:.2f}x**"
+                     if matrix is not None else ""))
         for label, path in files.items():
             size = path.stat().st_size
             wal = Path(f"{path}-wal")
@@ -211,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             faults: dict[str, list[tuple[int, int]]] = defaultdict(list)
             emb.real = real
             for rep in range(args.reps):
-                for label in (("1M", "10k") if rep % 2 == 0 else ("10k", "1M")):
+                for label in (list(mems)[::-1] if rep % 2 == 0 else list(mems)):
                     time.sleep(args.idle)
                     text = texts[label][cursor[label]]
                     cursor[label] += 1
@@ -233,22 +250,23 @@ def main(argv: list[str] | None = None) -> int:
             print(flush=True)
 
         if matrix is not None and args.recall > 0:
-            mem = mems["1M"]
             k = config.inject.vector_k
-            kept: dict[int, list[float]] = {1: [], 5: [], TOP: []}
-            for text in texts["1M"][cursor["1M"]:cursor["1M"] + args.recall]:
-                q = planned["1M"][text]
-                true = brute(matrix, q).tolist()
-                with mem.engine.caches.use(mem.namespace) as view, \
-                        mem.store.snapshot() as conn:
-                    found = [r for r, _ in vectors.knn(view.bits, conn, q, k,
-                                                       rerank=config.inject.vector_rerank)[:k]]
-                for top in kept:
-                    kept[top].append(len(set(true[:top]) & set(found[:top])) / top)
-            print(f"Vector recall at 1M against exact cosine over the stored vectors "
-                  f"({args.recall} questions, vector_k {k}, vector_rerank "
-                  f"{config.inject.vector_rerank}): "
-                  + ", ".join(f"top-{t} {np.mean(v):.3f}" for t, v in kept.items()))
+            for label in [m for m in mems if m.startswith("1M")]:
+                mem = mems[label]
+                kept: dict[int, list[float]] = {1: [], 5: [], TOP: []}
+                for text in texts[label][cursor[label]:cursor[label] + args.recall]:
+                    q = planned["1M"][text]
+                    true = brute(matrix, q).tolist()
+                    with mem.engine.caches.use(mem.namespace) as view, \
+                            mem.store.snapshot() as conn:
+                        found = [r for r, _ in vectors.knn(
+                            view.bits, conn, q, k, rerank=config.inject.vector_rerank)[:k]]
+                    for top in kept:
+                        kept[top].append(len(set(true[:top]) & set(found[:top])) / top)
+                print(f"Vector recall, {label}, against exact cosine over the stored vectors "
+                      f"({args.recall} questions, vector_k {k}, vector_rerank "
+                      f"{config.inject.vector_rerank}): "
+                      + ", ".join(f"top-{t} {np.mean(v):.3f}" for t, v in kept.items()))
     return 0
 
 
