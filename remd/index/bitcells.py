@@ -169,10 +169,8 @@ class Cells:
         self.order = where[self.order]
         self.extra = np.concatenate([where[self.extra], where[n0:]]) if len(self.extra) \
             else where[n0:]
-        # Keep each cell's positions ascending (ties are broken by position).
-        for c in range(len(self.starts) - 1):
-            lo, hi = int(self.starts[c]), int(self.starts[c + 1])
-            self.order[lo:hi].sort()
+        # The rows loaded before keep their relative order (a stable sort of rids that were
+        # sorted), so each cell's positions stay ascending and aligned with ``planes``.
 
     def nearest(self, planes: U64, q: U64, n: int, probe: int = PROBE,
                 query: npt.NDArray[np.float32] | None = None) -> I64:
