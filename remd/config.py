@@ -135,6 +135,13 @@ class InjectConfig(_Section):
     # -- added with inject (issue 3) --
     vector_rerank: int = Field(4, ge=1, description=(
         "R: Hamming candidates per wanted neighbour, reranked by exact cosine"))
+    vector_cells_from: int = Field(0, ge=0, description=(
+        "from this many vectors a namespace's Hamming pre-filter scans only the cells "
+        "(binary k-means partitions) nearest the question, not every vector: ~10x faster at "
+        "1M, but it misses some neighbours (remd/index/bitcells.py; 0: off, every vector is "
+        "scanned)"))
+    vector_cells_probe: int = Field(32768, ge=1, description=(
+        "vectors a question scans when cells are on (nearest cells first)"))
     vector_seed_nodes: int = Field(3, ge=0, description=(
         "nearest memories whose tags seed the tag-graph walk"))
     vector_seed_tags: int = Field(5, ge=0, description="seed tags taken from those memories")

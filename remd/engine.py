@@ -63,7 +63,8 @@ class Engine:
         except BaseException:
             self.store.close()
             raise
-        self.caches = Caches(config.engine.cache_mb, config.inject.graph_cache_tags)
+        self.caches = Caches(config.engine.cache_mb, config.inject.graph_cache_tags,
+                             (config.inject.vector_cells_from, config.inject.vector_cells_probe))
         # What this engine's calls add up to (read by remd.http.metrics at scrape time).
         self.telemetry = Telemetry()
         # embedder=True: the configured one, loaded lazily on first use; None/False: none.

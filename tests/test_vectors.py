@@ -164,3 +164,54 @@ def test_a_large_scan_with_many_ties_finds_the_n_nearest() -> None:
         for n in (1, 128, 5000):
             pos, dist = scan._nearest(planes, q.view(np.uint64), 17, len(bits), n)
             assert (pos.tolist(), dist.tolist()) == _reference_nearest(bits, q, 17, len(bits), n)
+
+
+def _clustered(rng: np.random.Generator, n: int, clusters: int) -> np.ndarray:
+    centres = _unit(rng, clusters)
+    m = centres[rng.integers(0, clusters, n)] + rng.standard_normal((n, DIM)) * 0.045
+    return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_cells_scan_a_bounded_slice_and_keep_the_neighbourhood(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``vector_cells_from`` vectors a question scans only the cells nearest it (about
+    ``vector_cells_probe`` vectors and those loaded since the build); on clustered vectors
+    the Hamming candidates are nearly the flat scan's, and vectors written after the build
+    (appended, or late with a lower rid) are found."""
+    from remd import Config
+    from remd.config import InjectConfig
+    from remd.index import bitcells
+
+    rng = np.random.default_rng(8)
+    vecs = _clustered(rng, 6000, 20)
+    monkeypatch.setattr(bitcells, "CELLS", 16)
+    config = Config(inject=InjectConfig(vector_cells_from=4000, vector_cells_probe=1200))
+    with Memory(db_path, config=config, embedder=None) as mem:
+        with mem.store.transaction() as conn:  # rid 101 comes late, below the others
+            conn.execute("INSERT INTO nodes (rid, id, namespace, kind, content, created_at, "
+                         "last_access, tokens, embedded) VALUES (101, 'late', ?, 'episodic', "
+                         "'late', 0, 0, 1, 0)", (NS,))
+            write_vectors(conn, NS, list(range(1, 101)) + list(range(102, 5001)),
+                          np.concatenate([vecs[:100], vecs[101:5000]]))
+        index = mem.engine.caches.view(NS).bits
+        queries = vecs[5000:5040]
+        knn(mem, NS, queries[0], k=1)
+        assert index._cells is not None and index._cells.covered == 4999
+        overlap = []
+        for q in queries:
+            got = index.candidates(q, 64)
+            assert len(got) == 64 and np.all(np.diff(got) > 0)  # rid order, no repeats
+            index.cells_from = 0  # off: the flat scan
+            flat = index.candidates(q, 64)
+            index.cells_from = 4000
+            overlap.append(len(set(got.tolist()) & set(flat.tolist())) / 64)
+        assert np.mean(overlap) > 0.9
+        with mem.store.transaction() as conn:
+            write_vectors(conn, NS, [101] + list(range(5001, 5101)),
+                          np.concatenate([vecs[100:101], vecs[5000:5100]]))
+            conn.execute("UPDATE nodes SET embedded = 1 WHERE rid = 101")
+        for rid, v in ((101, vecs[100]), (5050, vecs[5049]), (7, vecs[6])):
+            best = knn(mem, NS, v, k=1, rerank=1)[0]
+            assert best[0] == rid and best[1] > 0.999
+        assert index._cells is not None and index._cells.covered == 4999  # not rebuilt
+        assert len(index._cells.extra) == 101

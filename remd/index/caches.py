@@ -38,11 +38,12 @@ MB = 1 << 20
 class View:
     """The cached state of one namespace."""
 
-    def __init__(self, namespace: str, graph_capacity: int) -> None:
+    def __init__(self, namespace: str, graph_capacity: int, cells: tuple[int, int] = (0, 0)
+                 ) -> None:
         self.namespace = namespace
         self.graph = TagGraphCache(namespace, graph_capacity)
         self.mirror = NodeMirror(namespace)
-        self.bits = BitIndex(namespace)
+        self.bits = BitIndex(namespace, cells=cells)
         self.sentences = BitIndex(namespace, "sentence_vec")
         self.lock = threading.Lock()
         self.users = 0
@@ -56,9 +57,11 @@ class View:
 class Caches:
     """The views of one file in one process, least recently used first."""
 
-    def __init__(self, budget_mb: float, graph_capacity: int) -> None:
+    def __init__(self, budget_mb: float, graph_capacity: int,
+                 cells: tuple[int, int] = (0, 0)) -> None:
         self.budget = int(budget_mb * MB)
         self.graph_capacity = graph_capacity
+        self.cells = cells  # (vector_cells_from, vector_cells_probe): remd/index/bitcells.py
         self.terms = TermCounts()
         self._views: OrderedDict[str, View] = OrderedDict()
         self._lock = threading.Lock()
@@ -92,7 +95,8 @@ class Caches:
         with self._lock:
             view = self._views.get(namespace)
             if view is None:
-                view = self._views[namespace] = View(namespace, self.graph_capacity)
+                view = self._views[namespace] = View(namespace, self.graph_capacity,
+                                                            self.cells)
                 self._total += view.size
             return view
 

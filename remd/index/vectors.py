@@ -17,7 +17,6 @@ always within the top ``8k`` by Hamming distance (see tests/test_inject.py for t
 from __future__ import annotations
 
 import array
-import math
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from remd.index import bitcells
 from remd.store.quantisation import DIM, F32, from_int8, quantise, to_int8
 from remd.store.seam import Connection, Read, Store
 
@@ -82,7 +82,8 @@ class BitIndex:
     the next refresh reloads the namespace in full.
     """
 
-    def __init__(self, namespace: str, table: str = "node_vec_bit") -> None:
+    def __init__(self, namespace: str, table: str = "node_vec_bit", *,
+                 cells: tuple[int, int] = (0, 0)) -> None:
         if table not in ("node_vec_bit", "sentence_vec"):
             raise ValueError(f"no vectors in table {table!r}")
         self.namespace = namespace
@@ -93,6 +94,10 @@ class BitIndex:
         self._n = 0
         self._floor: int | None = None  # lowest rid pending embedding at the last refresh
         self._generation: str | None = None  # remd_meta vec_generation the mirror was built at
+        self._cells: bitcells.Cells | None = None  # large namespaces: remd/index/bitcells.py
+        # From how many vectors the index keeps cells (0: never), and how many vectors a
+        # question then scans ([inject] vector_cells_from, vector_cells_probe).
+        self.cells_from, self.probe = cells
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -116,7 +121,8 @@ class BitIndex:
 
     def nbytes(self) -> int:
         """What the index holds in memory (for the cache budget)."""
-        return int(self._planes.nbytes + self._rids.nbytes) + 2 * 112  # + the array objects
+        cells = self._cells.nbytes() if self._cells is not None else 0
+        return int(self._planes.nbytes + self._rids.nbytes) + 2 * 112 + cells  # + the objects
 
     def _loaded(self, rid: int) -> bool:
         i = int(np.searchsorted(self._rids[:self._n], rid))
@@ -144,6 +150,7 @@ class BitIndex:
             gen = None if generation is None else str(generation[0])
             if gen != self._generation:  # rows deleted or replaced since: reload in full
                 self._n, self._floor, self._generation = 0, None, gen
+                self._cells = None
             upto = self._upto
             probes = self.probes()
             floor = conn.execute(*probes[1]).fetchone() if self._key == "rid" else None
@@ -169,7 +176,20 @@ class BitIndex:
                 order = np.argsort(self._rids[:n1], kind="stable")
                 self._rids[:n1] = self._rids[:n1][order]
                 self._planes[:, :n1] = self._planes[:, :n1][:, order]
+                if self._cells is not None:
+                    self._cells.moved(order, n0)
+            elif self._cells is not None:
+                self._cells.appended(n0, n1)
             return len(fresh_rids)
+
+    def _cells_for(self, total: int) -> bitcells.Cells | None:
+        """The cells of a large namespace (built, or built again, when due; under the
+        lock), None below ``cells_from`` vectors or when cells are off."""
+        if not self.cells_from or total < self.cells_from:  # (deletions reload in full)
+            return None
+        if self._cells is None or self._cells.stale():
+            self._cells = bitcells.Cells(self._planes, total)
+        return self._cells
 
     def candidates(self, query: npt.ArrayLike, n: int, *, parts: int = 1
                    ) -> npt.NDArray[np.int64]:
@@ -179,10 +199,15 @@ class BitIndex:
         q = quantise(query)[0].view(np.uint64)
         with self._lock:
             total, planes, rids = self._n, self._planes, self._rids
+            cells = self._cells_for(total) if n < total else None
         if total == 0 or n <= 0:
             return np.zeros(0, np.int64)
         if n >= total:
             return rids[:total].copy()
+        if cells is not None:  # a large namespace: the cells nearest the question only
+            qf = np.asarray(query, np.float32).reshape(-1)
+            picked: npt.NDArray[np.int64] = rids[cells.nearest(planes, q, n, self.probe, qf)]
+            return picked
         parts = max(1, min(parts, total // _PART_MIN))
         if parts == 1:
             pos, _ = _nearest(planes, q, 0, total, n)
@@ -299,7 +324,7 @@ def exact(conn: Connection, namespace: str, keys: npt.NDArray[np.int64], q: F32,
     if not rows:
         return []
     sims = from_int8([r[1] for r in rows]) @ q
-    return best_per_rid(zip((int(r[0]) for r in rows), sims.tolist(), strict=True))
+    return _best(np.fromiter((r[0] for r in rows), np.int64, len(rows)), sims)
 
 
 def stored(conn: Connection, namespace: str, rids: Sequence[int]) -> dict[int, F32]:
@@ -316,11 +341,22 @@ def stored(conn: Connection, namespace: str, rids: Sequence[int]) -> dict[int, F
 def best_per_rid(hits: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
     """(rid, similarity) pairs, each rid once with its best similarity, best first (ties by
     rid)."""
-    best: dict[int, float] = {}
-    for rid, sim in hits:
-        if sim > best.get(rid, -math.inf):
-            best[rid] = sim
-    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+    pairs = hits if isinstance(hits, list) else list(hits)
+    if not pairs:
+        return []
+    rids = np.fromiter((p[0] for p in pairs), np.int64, len(pairs))
+    sims = np.fromiter((p[1] for p in pairs), np.float64, len(pairs))
+    return _best(rids, sims)
+
+
+def _best(rids: npt.NDArray[np.int64], sims: npt.NDArray[np.floating[Any]]
+          ) -> list[tuple[int, float]]:
+    """:func:`best_per_rid` of parallel arrays (numpy: no Python per pair but the result)."""
+    order = np.lexsort((rids, -sims))  # best first, ties by rid
+    r = rids[order]
+    _, first = np.unique(r, return_index=True)  # each rid's first (best) place
+    keep = order[np.sort(first)]
+    return list(zip(rids[keep].tolist(), sims[keep].tolist(), strict=True))
 
 
 @dataclass(frozen=True)
