@@ -114,28 +114,29 @@ class _Masked:
 
 
 # -- what has no translation ------------------------------------------------------------------
-_SQLITE_ONLY = [
+# Each: a pattern, what it finds, and where it has a translation after all (None: nowhere).
+# rem_runs keeps SQLite's insertion order as a real ``rowid`` column on PostgreSQL
+# (pg_migrations/0001_initial.sql), so a statement on it may order by it.
+_SQLITE_ONLY: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"\b(?:group_concat|json_each|json_tree|json_extract|json_group_array"
                 r"|json_group_object|json_insert|json_set|json_remove|json_patch|json_valid"
                 r"|json_type|strftime|julianday|datetime|unixepoch|printf|instr|iif|total"
                 r"|randomblob|zeroblob|hex|unhex|last_insert_rowid|changes|total_changes"
                 r"|typeof|likely|unlikely|likelihood|bm25|highlight|snippet"
-                r"|vec_\w+)\s*\(", re.IGNORECASE), "the SQLite function"),
-    (re.compile(r"(?<![.\w])(?:rowid|_rowid_)\b", re.IGNORECASE), "SQLite's rowid"),
-    (re.compile(r"\bsqlite_\w+", re.IGNORECASE), "SQLite's"),
+                r"|vec_\w+)\s*\(", re.IGNORECASE), "the SQLite function", None),
+    (re.compile(r"(?<![.\w])(?:rowid|_rowid_)\b", re.IGNORECASE), "SQLite's rowid",
+     re.compile(r"\brem_runs\b")),
+    (re.compile(r"\bsqlite_\w+", re.IGNORECASE), "SQLite's", None),
     (re.compile(r"\b(?:GLOB|REGEXP|MATCH|PRAGMA|ATTACH|DETACH|AUTOINCREMENT)\b",
-                re.IGNORECASE), "SQLite's"),
-    (re.compile(r"\b(?:NOT\s+INDEXED|INDEXED\s+BY)\b", re.IGNORECASE), "SQLite's"),
+                re.IGNORECASE), "SQLite's", None),
+    (re.compile(r"\b(?:NOT\s+INDEXED|INDEXED\s+BY)\b", re.IGNORECASE), "SQLite's", None),
     (re.compile(r"\bINSERT\s+OR\s+(?!IGNORE\b|REPLACE\b)\w+|\bUPDATE\s+OR\s+\w+",
-                re.IGNORECASE), "SQLite's"),
-    (re.compile(r"=="), "SQLite's operator"),
-    (re.compile(r"`"), "a SQLite backquoted name"),
-    (re.compile(r"\?\d+|(?<![:\w[]):[A-Za-z_]\w*|@[A-Za-z_]\w*|\$\w+"), "the named parameter"),
+                re.IGNORECASE), "SQLite's", None),
+    (re.compile(r"=="), "SQLite's operator", None),
+    (re.compile(r"`"), "a SQLite backquoted name", None),
+    (re.compile(r"\?\d+|(?<![:\w[]):[A-Za-z_]\w*|@[A-Za-z_]\w*|\$\w+"), "the named parameter",
+     None),
 ]
-
-# Tables whose PostgreSQL schema keeps SQLite's insertion order as a real ``rowid`` column
-# (pg_migrations/0001_initial.sql): a statement on one of them may order by it.
-_ROWID_TABLES = re.compile(r"\brem_runs\b")
 
 _REPLACE_INTO = re.compile(r"\bREPLACE\s+INTO\b", re.IGNORECASE)
 
@@ -145,11 +146,9 @@ def _untranslatable(what: str, sql: str) -> StoreError:
 
 
 def _refuse_sqlite_only(code: str, sql: str) -> None:
-    for pattern, what in _SQLITE_ONLY:
+    for pattern, what, translated_on in _SQLITE_ONLY:
         m = pattern.search(code)
-        if m is not None and what == "SQLite's rowid" and _ROWID_TABLES.search(code):
-            continue  # a table whose PostgreSQL schema has a real rowid column
-        if m is not None:
+        if m is not None and not (translated_on and translated_on.search(code)):
             raise _untranslatable(f"{what} {' '.join(m.group().split())!r}", sql)
     for m in _REPLACE_INTO.finditer(code):
         if not re.search(r"\bINSERT\s+OR\s+$", code[:m.start()], re.IGNORECASE):
