@@ -43,7 +43,8 @@ from remd.errors import BackupError, BackupUnsupported, DestinationExists
 from remd.logs import get_logger
 from remd.store.postgres import is_url, shown
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION
-from remd.store.sqlite import connect
+from remd.store.sqlite import connect, int_scalar
+from remd.store.sqlitedialect import SqliteConnection
 
 log = get_logger("remd.store.backup")
 
@@ -125,7 +126,7 @@ def backup_file(source: str | Path, dest: str | Path, config: StoreConfig | None
         os.close(fd)
         steps, restarts = _copy(src, tmp, pages_per_step, pause)
         copy = _summary(tmp, version)
-        _flush(tmp)
+        _fsync(tmp)
         _put(tmp, target, force)
         tmp = ""
     except BackupError:
@@ -162,7 +163,7 @@ def check_backup(path: str | Path) -> CheckReport:
         raise BackupError(f"no backup at {path!r} (missing or empty file)")
     started = time.perf_counter()
     try:
-        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+        conn = SqliteConnection(path, flags=apsw.SQLITE_OPEN_READONLY)
     except apsw.Error as exc:
         raise BackupError(f"cannot open backup {path!r}: {exc}") from exc
     try:
@@ -210,7 +211,7 @@ def _check_dest(source: str, target: Path, force: bool) -> None:
                           f"open (or crashed); stop it, or back up elsewhere")
 
 
-def _schema_version(conn: apsw.Connection, path: str) -> int:
+def _schema_version(conn: SqliteConnection, path: str) -> int:
     """How many migrations the file records; raises BackupError for a file that is not a
     remd database or was written by a newer remd (a migration this code does not know)."""
     if not int_scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
@@ -253,7 +254,7 @@ def _copy(src: apsw.Connection, tmp: str, pages_per_step: int,
 
 def _summary(path: str, version: int) -> Copy:
     """Pages, bytes and memories per namespace of the copy at ``path``."""
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn = SqliteConnection(path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         pages = int_scalar(conn, "PRAGMA page_count")
         namespaces = {str(ns): NamespaceCount(live=int(live or 0), total=int(total))
@@ -270,7 +271,8 @@ def _exists(target: Path) -> DestinationExists:
     return DestinationExists(f"backup destination {str(target)!r} exists (--force replaces it)")
 
 
-def _flush(path: str) -> None:
+def _fsync(path: str | Path) -> None:
+    """Make a file's contents, or a directory's entries (a rename into it), durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -296,19 +298,4 @@ def _put(tmp: str, target: Path, force: bool) -> None:
             os.rename(tmp, target)
         else:
             os.unlink(tmp)
-    _sync_dir(target.parent)
-
-
-def _sync_dir(directory: Path) -> None:
-    """Make the rename durable: the directory's entry is on disk too."""
-    dirfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dirfd)
-    finally:
-        os.close(dirfd)
-
-
-def int_scalar(conn: apsw.Connection, sql: str) -> int:
-    """The first column of the first row as an int (0 for no row or NULL)."""
-    row = conn.execute(sql).fetchone()
-    return int(row[0]) if row is not None and row[0] is not None else 0
+    _fsync(target.parent)  # the rename is durable: the directory's entry is on disk too
