@@ -329,6 +329,18 @@ def measure(paths: Sequence[Path | str], planned: dict[str, npt.NDArray[np.float
     return rows
 
 
+def bench_config(ap: argparse.ArgumentParser, pairs: Sequence[str]) -> Config:
+    """The benchmarks' config: ``query_cache=0``, so every "+embed" ask pays the model, and
+    ``--set``'s ``[inject]`` KEY=VALUE ``pairs`` (a bad one is a usage error)."""
+    if any("=" not in kv for kv in pairs):
+        ap.error("--set takes KEY=VALUE pairs")
+    overrides = dict(kv.split("=", 1) for kv in pairs)
+    try:
+        return Config(inject=InjectConfig(query_cache=0, **overrides))
+    except ValidationError as exc:
+        ap.error(f"--set: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -350,13 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.versus_sqlite and not args.db:
         ap.error("--versus-sqlite compares --db's PostgreSQL with SQLite: give --db")
-    if any("=" not in kv for kv in args.overrides):
-        ap.error("--set takes KEY=VALUE pairs")
-    overrides = dict(kv.split("=", 1) for kv in args.overrides)
-    try:  # query_cache=0 so every "+embed" ask pays the model.
-        config = Config(inject=InjectConfig(query_cache=0, **overrides))
-    except ValidationError as exc:
-        ap.error(f"--set: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
+    config = bench_config(ap, args.overrides)
     real = make_embedder(EmbedConfig())
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="remd-bench-inject-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -34,13 +34,12 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_inject import NOW, QueryEmbedder, pct, queries  # noqa: E402
-from remd import Config, Memory  # noqa: E402
-from remd.config import EmbedConfig, InjectConfig  # noqa: E402
+from benchmarks.bench_inject import NOW, QueryEmbedder, bench_config, pct, queries  # noqa: E402
+from remd import Memory  # noqa: E402
+from remd.config import EmbedConfig  # noqa: E402
 from remd.index import vectors  # noqa: E402
 from remd.store.quantisation import from_int8  # noqa: E402
 from remd.text.embed import make_embedder  # noqa: E402
@@ -104,11 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[],
                     help="[inject] settings, e.g. vector_rerank=8")
     args = ap.parse_args(argv)
-    overrides = dict(kv.split("=", 1) for kv in args.overrides)
-    try:  # query_cache=0 so every "+embed" ask pays the model.
-        config = Config(inject=InjectConfig(query_cache=0, **overrides))
-    except ValidationError as exc:
-        ap.error(f"--set: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
+    config = bench_config(ap, args.overrides)
     real = make_embedder(EmbedConfig())
     load0 = os.getloadavg()
     print(f"inject at 1M vs 10k vs brute force — {time.strftime('%Y-%m-%d %H:%M')}, "
