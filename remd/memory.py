@@ -296,12 +296,14 @@ class Memory:
 
     # -- inject, feedback and tag tools (remd.query.inject, .feedback, remd.write.tagtools)
     def inject(self, query: str, token_budget: int, *, fill: bool = False,
-               namespace: str | None = None) -> Pack:
+               dated: bool = False, namespace: str | None = None) -> Pack:
         """The memories that matter for ``query`` within ``token_budget`` tokens (a hard
-        limit), stopping at the relevance floor; ``fill=True`` packs to the budget.
-        Raises InvalidInput for an empty query, a negative budget or a non-bool fill."""
+        limit), stopping at the relevance floor; ``fill=True`` packs to the budget;
+        ``dated=True`` writes each item's date before it and resolves its relative dates
+        ("yesterday"), counted in the budget. Raises InvalidInput for an empty query, a
+        negative budget or a non-bool fill or dated."""
         return _inject.inject(self.engine, self.namespace if namespace is None else namespace,
-                              query, token_budget, fill=fill)
+                              query, token_budget, fill=fill, dated=dated)
 
     def feedback(self, pack_id: str, accepted: bool | float, *,
                  namespace: str | None = None) -> FeedbackResult:

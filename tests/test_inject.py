@@ -251,7 +251,7 @@ def test_pack_is_recorded_and_access_updated(corpus: Memory, clock: Clock) -> No
 def test_to_dict_has_exactly_the_cli_keys(corpus: Memory) -> None:
     d = corpus.inject("food", 100).to_dict()
     assert set(d) == {"pack_id", "budget", "tokens_used", "items"}
-    assert all(set(i) == {"id", "content", "tokens", "score", "tags"} for i in d["items"])
+    assert all(set(i) == {"id", "content", "tokens", "score", "tags", "date"} for i in d["items"])
 
 
 # -- the quantised vector index ----------------------------------------------------------------

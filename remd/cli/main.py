@@ -375,14 +375,17 @@ def mcp(c: Ctx) -> None:
               help="Score parts and activation path of each item, and why the pack stopped.")
 @click.option("--fill", is_flag=True,
               help="Pack to the budget instead of stopping at the relevance floor.")
+@click.option("--dated", is_flag=True,
+              help="Write each item's date before it (relative dates resolved), in the budget.")
 @pass_ctx
-def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool, fill: bool) -> None:
+def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool, fill: bool,
+           dated: bool) -> None:
     """The memories that matter for QUERY, within --budget tokens: best first, stopping where
-    relevance falls off (--fill: up to the budget)."""
+    relevance falls off (--fill: up to the budget; --dated: with their dates)."""
     from remd.query.pack import explain as explain_lines
 
     with c.memory() as m:
-        pack = m.inject(query, budget, fill=fill)
+        pack = m.inject(query, budget, fill=fill, dated=dated)
     if as_json:  # --explain adds its lines under "explain"; the default shape is unchanged
         echo_json(pack.to_dict() | ({"explain": list(explain_lines(pack))} if explain else {}))
     elif explain:

@@ -53,7 +53,7 @@ from remd.index import nodemirror
 from remd.index.caches import View
 from remd.logs import get_logger
 from remd.models import NodeKind
-from remd.query import chatter, cues, newest, packer
+from remd.query import chatter, cues, newest, packer, render
 from remd.query.candidates import Candidate, CandidateReader
 from remd.query.pack import Pack, PackItem, ScoreParts, Seed
 from remd.query.walk import Specificity, Walk, propagate
@@ -259,12 +259,17 @@ class _Injector(CandidateReader):
             c.base = max(top, c.base, 1e-6) * c.fact
         return len(found)
 
-    def pack(self, conn: Connection, ranked: _Ranked, budget: int, fill: bool
-             ) -> tuple[list[tuple[Candidate, float, float]], packer.Stop]:
+    def pack(self, conn: Connection, ranked: _Ranked, budget: int, fill: bool,
+             dated: bool = False) -> tuple[list[tuple[Candidate, float, float]], packer.Stop]:
         """Step 5: fill the budget greedily, then (unless ``fill``) trim to the relevance floor
-        (:mod:`remd.query.packer`); the items in pack order and why the pack stops there."""
+        (:mod:`remd.query.packer`); the items in pack order and why the pack stops there.
+        ``dated``: each item's date counts (:mod:`remd.query.render`)."""
         cfg = self.cfg
         sep_tokens = self.engine.counter.count(cfg.separator) if cfg.separator else 0
+        if dated:
+            extra = self.engine.counter.count(render.DATE_SAMPLE)
+            for c in ranked.cands.values():
+                c.tokens += extra
         picked, left_out = packer.greedy(list(ranked.cands.values()),
                                          lambda rids: self.nodes.tag_sets(conn, rids),
                                          budget, sep_tokens, cfg)
@@ -279,7 +284,7 @@ class _Injector(CandidateReader):
             stop = cut or stop
         return picked, stop
 
-    def run(self, query: str, budget: int, fill: bool) -> Pack:
+    def run(self, query: str, budget: int, fill: bool, dated: bool = False) -> Pack:
         cfg = self.cfg
         picked: list[tuple[Candidate, float, float]] = []
         ranked = _Ranked()
@@ -289,20 +294,32 @@ class _Injector(CandidateReader):
         if budget > 0:
             with self.engine.store.snapshot() as conn:
                 ranked = self.rank(conn, query)
-                picked, stop = self.pack(conn, ranked, budget, fill)
+                picked, stop = self.pack(conn, ranked, budget, fill, dated)
                 contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
                 picked = packer.distinct(picked, contents)
+        dates = {c.rid: render.item_date(c.created_at, float(self.nodes.since[c.pos]))
+                 for c, _, _ in picked}
+        exact = self.engine.tokens_exact
+        if dated and picked:  # each text with its date: counted anew
+            for c, _, _ in picked:
+                contents[c.rid] = render.dated_text(contents[c.rid], dates[c.rid], c.created_at)
+            for (c, _, _), n in zip(picked, self.engine.counter.count_many(
+                    [contents[c.rid] for c, _, _ in picked]), strict=True):
+                c.tokens = n
+            exact = True
         picked, used = packer.fit(picked, contents, budget, self.engine.counter, cfg.separator,
-                                  self.engine.tokens_exact)
-        # Each item's count was taken when it was saved (same encoding: Engine.tokens_exact).
-        counts = ([c.tokens for c, _, _ in picked] if self.engine.tokens_exact
+                                  exact)
+        # Each item's count was taken when it was saved (same encoding: Engine.tokens_exact),
+        # or when its text was dated.
+        counts = ([c.tokens for c, _, _ in picked] if exact
                   else self.engine.counter.count_many([contents[c.rid] for c, _, _ in picked]))
         walk = ranked.walk
         # The walk from a seed to each item's activating tag, once per tag (tag ids).
         paths: dict[int | None, list[int]] = {c.via: walk.path(c.via) for c, _, _ in picked
                                               if c.via}
         items = tuple(self._item(c, score, penalty, contents[c.rid], n, names.get(c.rid, ()),
-                                 tuple(walk.names.get(t, str(t)) for t in paths.get(c.via, ())))
+                                 tuple(walk.names.get(t, str(t)) for t in paths.get(c.via, ())),
+                                 dates[c.rid])
                       for (c, score, penalty), n in zip(picked, counts, strict=True))
         pack = Pack(pack_id=new_id(), namespace=self.ns, query=query, budget=budget,
                     tokens_used=used, items=items, separator=cfg.separator, seeds=ranked.seeds,
@@ -336,7 +353,7 @@ class _Injector(CandidateReader):
         return contents, names
 
     def _item(self, c: Candidate, score: float, penalty: float, content: str, tokens: int,
-              tags: tuple[str, ...], path: tuple[str, ...]) -> PackItem:
+              tags: tuple[str, ...], path: tuple[str, ...], date: str) -> PackItem:
         sources = tuple(s for s in _SOURCES if getattr(c, s) > 0)
         parts = ScoreParts(relevance=c.relevance, graph=c.graph, vector=c.vector,
                            lexical=c.lexical, recency=c.recency, importance=c.weight,
@@ -344,7 +361,7 @@ class _Injector(CandidateReader):
                            speaker=c.speaker)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=c.kind, created_at=c.created_at,
-                        parts=parts, path=path, sources=sources,
+                        parts=parts, path=path, sources=sources, date=date,
                         outdated_by=self.ids.get(c.outdated_by) if c.outdated_by else None)
 
     def _record(self, pack: Pack, picked: Sequence[tuple[Candidate, float, float]],
@@ -379,11 +396,12 @@ class _Injector(CandidateReader):
 
 
 def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
-           fill: bool = False) -> Pack:
+           fill: bool = False, dated: bool = False) -> Pack:
     """The pack of memories that matter for ``query``, within ``token_budget`` tokens.
 
     The pack stops at the relevance floor (:mod:`remd.query.packer`); ``fill=True`` packs to the
-    budget whatever the rest is worth.
+    budget whatever the rest is worth. ``dated=True`` writes each item's date before its text
+    and resolves its relative dates (:mod:`remd.query.render`), counted in the budget.
 
     A budget too small for any item gives an empty pack (still recorded). Raises InvalidInput
     for an empty or oversized query, a negative or non-integer budget or a bad namespace;
@@ -392,12 +410,13 @@ def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
     ns = check_namespace(namespace)
     text = check_text(query, engine.config.store.max_content_chars, "query")
     budget = check_budget(token_budget)
-    if not isinstance(fill, bool):
-        raise InvalidInput(f"fill must be true or false, not {type(fill).__name__}")
+    for flag, value in (("fill", fill), ("dated", dated)):
+        if not isinstance(value, bool):
+            raise InvalidInput(f"{flag} must be true or false, not {type(value).__name__}")
     # The view is taken before the read snapshot opens (and kept until the pack is recorded
     # by the snapshot's end), so the snapshots a namespace's caches follow only move forward.
     started = time.perf_counter()
     with engine.caches.use(ns) as view:
-        pack = _Injector(engine, ns, engine.clock(), view).run(text, budget, fill)
+        pack = _Injector(engine, ns, engine.clock(), view).run(text, budget, fill, dated)
     engine.telemetry.injected(time.perf_counter() - started)
     return pack

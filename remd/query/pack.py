@@ -46,6 +46,7 @@ class PackItem:
     path: tuple[str, ...] = ()  # seed tag -> ... -> tag that activated it (empty: not via tags)
     sources: tuple[str, ...] = ()  # which of graph / vector / lexical found it
     outdated_by: str | None = None  # a newer memory in the pack probably updates it
+    date: str = ""  # ISO day it was said; "FIRST/LAST" for a synthesis (remd.query.render)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,11 +80,13 @@ class Pack:
         return self.separator.join(item.content for item in self.items)
 
     def to_dict(self) -> dict[str, Any]:
-        """The CLI's ``--json`` object (exactly these keys: scripts rely on them)."""
+        """The CLI's ``--json`` object (exactly these keys: scripts rely on them; ``date``
+        was added in the fourth round)."""
         return {
             "pack_id": self.pack_id, "budget": self.budget, "tokens_used": self.tokens_used,
             "items": [{"id": i.id, "content": i.content, "tokens": i.tokens,
-                       "score": round(i.score, 6), "tags": list(i.tags)} for i in self.items],
+                       "score": round(i.score, 6), "tags": list(i.tags), "date": i.date}
+                      for i in self.items],
         }
 
 
