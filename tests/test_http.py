@@ -80,7 +80,7 @@ def test_inject_and_feedback_round_trip(api: httpx.Client, db_path: Path) -> Non
     assert pack["budget"] == 40 and 0 < pack["tokens_used"] <= 40
     counter = TokenCounter("o200k_base")
     for item in pack["items"]:
-        assert set(item) == {"id", "content", "tokens", "score", "tags"}
+        assert set(item) == {"id", "content", "tokens", "score", "tags", "date"}
         assert item["tokens"] == counter.count(item["content"])
     assert counter.count("\n".join(i["content"] for i in pack["items"])) == pack["tokens_used"]
     assert any("peanuts" in i["content"] for i in pack["items"])

@@ -316,10 +316,10 @@ def shown(server: LLMServer) -> list[str]:
 @pytest.mark.sqlite_only("the LLM judge is the same on both stores")
 def test_the_model_decides_an_update_the_detector_missed(llm_mem: Memory, clock: Clock,
                                                          llm_server: LLMServer) -> None:
-    (old,) = saved(llm_mem, clock, "My manager is Helen Park, she protects our focus time.")
+    (old,) = saved(llm_mem, clock, "I'm in resus most shifts at the moment, love it.")
     llm_mem.engine.drain()
     llm_server.answer_with(raw('{"decisions": []}'))  # the first save: nothing older to judge
-    (new,) = saved(llm_mem, clock, "I report to Dmitri Volkov.")
+    (new,) = saved(llm_mem, clock, "The rota has me in majors for the next few months.")
     assert llm_mem.get(old).status is NodeStatus.LIVE  # the offline detector can't tell
     llm_server.script(good({"decisions": [{"id": old, "relation": "update"}]}))
     llm_mem.engine.drain()
@@ -327,7 +327,7 @@ def test_the_model_decides_an_update_the_detector_missed(llm_mem: Memory, clock:
     assert llm_mem.get(old).status is NodeStatus.SUPERSEDED
     (edge,) = [e for e in llm_mem.links(old) if e.type is EdgeType.SUPERSEDES]
     assert edge.src == new and "model" in (edge.context or "")
-    assert "Helen Park" in llm_server.messages()[-1]["content"]  # shown as data
+    assert "resus" in llm_server.messages()[-1]["content"]  # shown as data
 
 
 @pytest.mark.sqlite_only("the LLM judge is the same on both stores")

@@ -62,6 +62,7 @@ class PackItemOut(_Out):
     tokens: int
     score: float
     tags: list[str]
+    date: str  # the ISO day it was said ("FIRST/LAST" for a synthesis)
 
 
 class PackOut(_Out):

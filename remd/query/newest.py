@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from remd.index.vectors import stored
 from remd.store.seam import Connection
 from remd.text import words as tx
-from remd.text.updates import UNALIKE, judge, read
+from remd.text.updates import UNALIKE, judge, one_attribute, read
 
 CHECKED = 48  # best candidates whose edges to newer memories are looked up
 ASKED = 6  # best candidates compared with each other for the question
@@ -98,7 +98,7 @@ def _asked(conn: Connection, ns: str, cands: MutableMapping[int, Any],
 
     # Pairs less than UNALIKE alike are about different things: their texts are not read.
     pairs = [(a, b, cos) for a in near for b in near if a.created_at < b.created_at
-             for cos in (cosine(a.rid, b.rid),) if not 0.0 < cos < UNALIKE]
+             for cos in (cosine(a.rid, b.rid),)]
     if not pairs:
         return []
     wanted = sorted({c.rid for a, b, _ in pairs for c in (a, b)})
@@ -112,6 +112,9 @@ def _asked(conn: Connection, ns: str, cands: MutableMapping[int, Any],
     named = {n.casefold() for n in tx.names(query)}  # "the Stripe test key": about Stripe
     out = []
     for a, b, cos in pairs:
+        if 0.0 < cos < UNALIKE and not (a.rid in readings and b.rid in readings
+                                         and one_attribute(readings[a.rid], readings[b.rid])):
+            continue
         if a.rid in readings and b.rid in readings:
             if named and (named & readings[a.rid].names) != (named & readings[b.rid].names):
                 continue  # one of them is about what the question names, the other not

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from remd.text import frames as fr
 from remd.text import words as tx
 from remd.text.tagging import is_verb_form
 
@@ -131,7 +132,7 @@ _HYPOTHETICAL_RE = re.compile(
     r"|not sure|in case)\b")
 _LINK = re.compile(r"\[\[memory:[^\]]*\]\]")  # a typed link (remd.text.links): not a value
 # A numbered item's label ("12.", "- ", "Note 4:", "standup 3:"): not a value of the item.
-_ENUMERATION = re.compile(r"^\s*(?:\d{1,5}[.)]|[-*•]|[A-Za-z]+ #?\d{1,5}:)\s+")
+_ENUMERATION = re.compile(r"^\s*(?:\d{1,5}[.)]|[-*•]|(?:[A-Za-z][\w'-]* ){0,3}[A-Za-z]+,? #?\d{1,5}:)\s+")
 # People and pets a statement can be about, besides its speaker.
 _RELATIONS = tx.word_set(
     """
@@ -204,6 +205,8 @@ class Reading:
     hypothetical: bool  # a question, a wish, a plan being weighed
     person: str  # "self", a relation ("sister"), a name, or "" (a thing)
     chat: bool  # a turn of a conversation transcript ("[date] Name: ..."): an utterance
+    frames: frozenset[str] = frozenset()  # the attributes it speaks of (remd.text.frames)
+    habit: str = ""  # a standing habit's slot ("saturday morning"), remd.text.frames.habit_slot
 
 
 @lru_cache(maxsize=8192)
@@ -212,6 +215,7 @@ def read(text: str) -> Reading:
     stamp, speaker, body = tx.split_header(text.replace("\u2019", "'").replace("\u2018", "'"))
     body = _LINK.sub("", _ENUMERATION.sub("", body))
     low = body.lower()
+    habit = fr.habit_slot(low)
     cue, cue_words, ended, change_verb = _cues(low)
     runs = [(n, opens) for n, opens in tx.name_runs(body)
             if n.lower() not in _FIRST_PERSON and n.lower() not in _TITLES
@@ -232,8 +236,7 @@ def read(text: str) -> Reading:
     sure = frozenset(n for n in sure if stem(n) not in units)
     kinds = set()
     if numbers:
-        kinds.add("money" if any("$" in b or "€" in b or "£" in b for _, b, _ in numbers)
-                  else "number")
+        kinds.add("money" if any(u.startswith("money") for _, _, u in numbers) else "number")
     if dates:
         kinds.add("date")
     times = frozenset(m.group(0).replace(" ", "") for m in _TIME.finditer(low))
@@ -257,11 +260,13 @@ def read(text: str) -> Reading:
         additive=_ADDITIVE_RE.search(low) is not None,
         keeps=_KEEPS_RE.search(low) is not None,
         negated=any(tx.is_negation(w) for w in tx.words(low)),
-        one_off=_HABIT_RE.search(low) is None and (_ONE_OFF_RE.search(low) is not None or (
-            bool(dates) and _is_past(low))),
+        one_off=not habit and _HABIT_RE.search(low) is None and (
+            _ONE_OFF_RE.search(low) is not None or (bool(dates) and _is_past(low))),
         hypothetical=body.rstrip().endswith("?") or _HYPOTHETICAL_RE.search(low) is not None,
         person=_person(body, low, names),
         chat=bool(stamp or speaker),
+        frames=fr.frames(plain_numbers(low)),
+        habit=habit,
     )
 
 
@@ -280,11 +285,50 @@ def _is_past(low: str) -> bool:
     return any(w in _PAST or (len(w) >= 5 and w.endswith("ed")) for w in tx.words(low))
 
 
+_UNITS_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+                "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+                "eighteen": 18, "nineteen": 19}
+_TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+               "eighty": 80, "ninety": 90}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "grand": 1000}
+_SPELLED = re.compile(
+    r"\b(?:(?:" + "|".join([*_UNITS_WORDS, *_TENS_WORDS]) + r")(?:[ -](?:"
+    + "|".join([*_UNITS_WORDS, *_TENS_WORDS, *_SCALES]) + r"))*)\b(?![ -]?(?:thirty|fifteen)\b)")
+_CURRENCY_WORDS = re.compile(r"\b(\d+(?:[.,]\d+)?)\s*(quid|pounds?|quid|euros?|dollars?|bucks)\b")
+_SLANG_MONEY = {"fiver": "£5", "tenner": "£10", "score": "£20"}
+_THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)k\b")
+
+
+def _spelled(match: re.Match[str]) -> str:
+    total, part = 0, 0
+    for w in re.split(r"[ -]", match.group(0)):
+        if w in _UNITS_WORDS:
+            part += _UNITS_WORDS[w]
+        elif w in _TENS_WORDS:
+            part += _TENS_WORDS[w]
+        elif w in _SCALES:
+            part = max(part, 1) * _SCALES[w]
+            if _SCALES[w] >= 1000:
+                total, part = total + part, 0
+    return str(total + part)
+
+
+def plain_numbers(low: str) -> str:
+    """Numbers as digits: "four thousand units" -> "4000 units", "28k" -> "28000", "three
+    quid" -> "£3", "a fiver" -> "£5" (lower-case text; sizes of other words kept apart)."""
+    low = _SPELLED.sub(_spelled, low)
+    low = _THOUSANDS.sub(lambda m: str(round(float(m.group(1)) * 1000)), low)
+    low = _CURRENCY_WORDS.sub(lambda m: ("€" if m.group(2).startswith("euro") else "$"
+                                          if m.group(2)[0] in "db" else "£") + m.group(1), low)
+    return re.sub(r"\b(?:a )?(fiver|tenner)\b", lambda m: _SLANG_MONEY[m.group(1)], low)
+
+
 def _numbers(body: str) -> list[tuple[str, str, str]]:
     """(number, the word before it, the unit after it) of each number not in a date."""
-    low = body.lower()
+    low = plain_numbers(body.lower())
     out = []
-    spans = [(d.start, d.end) for d in tx.find_dates(body)]
+    spans = [(d.start, d.end) for d in tx.find_dates(low)]
     for m in tx.NUMBER.finditer(low):
         if any(a <= m.start() < b for a, b in spans):
             continue
@@ -324,9 +368,15 @@ def _person(body: str, low: str, names: frozenset[str]) -> str:
     if m and m.group(1) in _RELATIONS:
         return m.group(1)
     runs = tx.name_runs(body)
+    first_person = bool(set(tx.words(low)) & _FIRST_PERSON)
     if runs and body.lstrip().startswith(runs[0][0]) and runs[0][0].casefold() in names:
         person = runs[0][0].casefold()
-        return person[:-2] if person.endswith("'s") else person
+        after = body.lstrip()[len(runs[0][0]):len(runs[0][0]) + 2]
+        # A name that opens a statement in the speaker's own words ("Jira is where our tickets
+        # live", "Garmin Connect has all my runs") is what the speaker uses, not whom it is
+        # about; "Ada's in Year 5", "Callum's sous chef at ..." are about them.
+        if not first_person or after.startswith(("'s", "'")):
+            return person[:-2] if person.endswith("'s") else person
     return "self" if set(tx.words(low)[:10]) & _FIRST_PERSON else ""
 
 

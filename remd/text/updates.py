@@ -30,10 +30,11 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from remd.text import frames as fr
 from remd.text import words as tx
 from remd.text.reading import Reading, person_kind, read, stem
 
-__all__ = ["Reading", "Verdict", "VerdictKind", "judge", "read"]
+__all__ = ["Reading", "Verdict", "VerdictKind", "frame_slot", "judge", "one_attribute", "read"]
 
 
 class VerdictKind(StrEnum):
@@ -52,7 +53,8 @@ class Verdict:
 _LABELS = tx.word_set(
     "note notes item entry part no number id ticket issue bug case order invoice room flight "
     "bus tram line page table seat gate platform step pr commit build release run batch "
-    "project team unit group phase stage sprint memory topic")
+    "project team unit group phase stage sprint memory topic attempt visit try round take "
+    "iteration episode trial")
 
 
 # -- the judgment -------------------------------------------------------------------------------
@@ -65,6 +67,7 @@ WEIGHTS = {
     "shared": 0.9,
     "negation": -0.8, "additive": -2.0, "keeps": -1.0, "one_off_new": 0.0,
     "kinds_disjoint": -0.9, "nearest": 3.2, "margin": 1.3, "same_person": 0.7, "asked": 1.0,
+    "frame": 2.6,
 }
 UPDATE_AT = 0.9  # probability of a sure update
 UNALIKE = 0.3  # sentence cosine under which two memories are about different things
@@ -96,7 +99,8 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
     if cos <= 0.0:  # no vectors (no embedder): how alike their words are stands in
         cos = _word_cosine(old, new)
     shared = old.words & new.words
-    slot = _slot(old, new, shared, asked)
+    framed = frame_slot(old, new, shared, cos)
+    slot = _slot(old, new, shared, asked) or framed
     negation = old.negated != new.negated and len(shared) >= 2 and cos >= 0.8
     ended = _overlap(new.ended, old.words | {stem(w) for n in old.names for w in n.split()})
     reasons: list[str] = []
@@ -130,7 +134,7 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         "kinds_disjoint": float(bool(old.kinds and new.kinds and not old.kinds & new.kinds)),
         "nearest": float(nearest), "margin": margin,
         "same_person": float(bool(old.person) and old.person == new.person),
-        "asked": float(asked),
+        "asked": float(asked), "frame": float(bool(framed)),
     }, tuple(reasons))
 
 
@@ -178,6 +182,60 @@ def fact_changes(attribute: str, old_value: str, new_value: str, old_text: str,
     return evidence(read(old_text), read(new_text), 0.0, asked=True) is not None
 
 
+# Frames whose values are amounts: another amount of the same kind is another value.
+_AMOUNTS = frozenset(("pay", "rent", "price", "allowance", "insurance", "dose"))
+_BOUND_COS = 0.6  # a bound frame's thing: shared words, names, or sentences this alike
+
+
+def frame_slot(old: Reading, new: Reading, shared: frozenset[str], cos: float = 0.0) -> str:
+    """Another value of one attribute that holds one value at a time (:mod:`remd.text.frames`):
+    "my manager ... Henrik" / "I report to Sanne now", "rent's €1,150" / "€1,210 from 1 May",
+    "Saturday mornings I swim" / "saturday morning rides with ...". "" if none."""
+    if old.habit and old.habit == new.habit and not (old.one_off or new.one_off):
+        gone, came = old.words - new.words, new.words - old.words
+        if gone and came and not new.additive:
+            return f"{old.habit}: {'/'.join(sorted(gone)[:2])} -> {'/'.join(sorted(came)[:2])}"
+    for f in sorted(old.frames & new.frames):
+        if not fr.is_single(f):
+            continue
+        if fr.is_bound(f) and not (shared - _frame_stems(f) or old.names & new.names
+                                   or cos >= _BOUND_COS):
+            continue  # the price of one thing, the time of another
+        a, b = fr.values(old.text, f), fr.values(new.text, f)
+        if a and b and not b <= a:
+            return f"{f} {'/'.join(sorted(a))} -> {'/'.join(sorted(b))}"
+        if f in _AMOUNTS:
+            na, nb = _amounts(old), _amounts(new)
+            if na and nb and not nb & na:
+                return f"{f} {'/'.join(sorted(na))} -> {'/'.join(sorted(nb))}"
+            continue
+        if f == "schedule":
+            ta, tb = old.times | old.dates, new.times | new.dates
+            if ta and tb and not tb <= ta:
+                return f"{f} {'/'.join(sorted(ta))} -> {'/'.join(sorted(tb))}"
+            continue
+        gone, came = old.names - new.names, new.names - old.names
+        if gone and came:
+            return f"{f} {'/'.join(sorted(gone))} -> {'/'.join(sorted(came))}"
+    return ""
+
+
+def _frame_stems(frame: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in fr.words(frame))
+
+
+def _amounts(r: Reading) -> set[str]:
+    return {n.replace(",", "") for n, before, unit in r.numbers
+            if before not in _LABELS and (unit.startswith("money") or unit or len(n) >= 3)}
+
+
+def one_attribute(a: Reading, b: Reading) -> bool:
+    """Do two statements speak of one attribute that holds one value at a time (a frame, or a
+    standing habit's slot), however unalike their words?"""
+    return bool((a.habit and a.habit == b.habit)
+                or any(fr.is_single(f) for f in a.frames & b.frames))
+
+
 def probability(features: dict[str, float]) -> float:
     z = sum(WEIGHTS[k] * v for k, v in features.items())
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
@@ -218,8 +276,8 @@ def _blocked(old: Reading, new: Reading, asked: bool = False) -> bool:
     ("dentist with Dr. Verhoeven" beside "Dr. Amrani says ...") is not the answer now."""
     if old.text.casefold() == new.text.casefold() or old.chat or new.chat:
         return True  # a restatement; turns of a transcript are what was said then
-    if new.hypothetical or (old.one_off and not asked):
-        return True  # a wish or a question changes nothing; a happening stays true
+    if new.hypothetical or old.hypothetical or (old.one_off and not asked):
+        return True  # a wish or a question says no value, nor changes one; a happening stays
     kinds = {person_kind(old.person), person_kind(new.person)}
     if old.person != new.person and len(kinds) == 1 and kinds <= {"relation", "name"} and (
             kinds == {"relation"} or new.cue < 1.0):

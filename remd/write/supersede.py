@@ -36,7 +36,15 @@ from remd.logs import get_logger
 from remd.models import EdgeType
 from remd.store.seam import Connection
 from remd.store.sqlite import rows_in
-from remd.text.updates import CROWD_BAND, UNALIKE, Verdict, VerdictKind, judge, read
+from remd.text.updates import (
+    CROWD_BAND,
+    UNALIKE,
+    Verdict,
+    VerdictKind,
+    judge,
+    one_attribute,
+    read,
+)
 from remd.write.graph import GraphWriter
 
 log = get_logger("remd.supersede")
@@ -103,7 +111,7 @@ def judge_pending(conn: Connection, namespace: str, fresh: Sequence[Fresh], at: 
                 continue
             if other.created_at == new.created_at:
                 continue  # told at one moment (one save_many): neither is the later word
-            if 0.0 < cos < UNALIKE:
+            if 0.0 < cos < UNALIKE and not one_attribute(read(other.content), read(new.content)):
                 continue  # about something else (no vectors: 0, their words are compared)
             if new.rid in keys and other.rid in keys:
                 continue  # two facts ("my weakest subject is ..."): the fact grammar decides
