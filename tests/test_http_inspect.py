@@ -4,12 +4,16 @@ ids and a missing token."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from remd import Memory, NodeStatus
 from tests.test_http import serve
@@ -197,3 +201,57 @@ def test_the_page_is_served_without_the_token_and_carries_no_data(setup: Setup) 
         assert "Pune" not in r.text and "Berlin" not in r.text
     assert error_of(httpx.get(str(setup.client.base_url.join("/ui/secret.txt"))),
                     404) == "NotFound"
+
+
+# The layout library the tag graph uses, vendored: these bytes are the packages' dist/*.min.js
+# as published on npm (remd/http/inspector/vendor/NOTICE says how to update them).
+VENDORED = {
+    "d3-dispatch.min.js": ("v3.0.1",
+                           "94b3bbdb6b98dc1325a15762b051013e8253999b0e0436b27d1da17b952ba0af"),
+    "d3-quadtree.min.js": ("v3.0.1",
+                           "57e2ad12824ed82893ba447523f2a2fb9beeb9222aafb2c778a9f5b313348b0e"),
+    "d3-timer.min.js": ("v3.0.1",
+                        "911ceda305f014b6b53ca68d5c896a9a387da120cfd56a421a2c60cca2fc9b36"),
+    "d3-force.min.js": ("v3.0.0",
+                        "1e07b473241328795d5ea9ad479a7bbabd765012fa2ef95633c83b69868dff6b"),
+}
+
+
+def test_every_script_of_the_page_is_served_from_the_package(setup: Setup) -> None:
+    base = setup.client.base_url
+    page = httpx.get(str(base.join("/ui"))).text
+    scripts = re.findall(r'<script src="([^"]+)"', page)
+    assert scripts[-1] == "/ui/app.js" and "/ui/graph.js" in scripts
+    assert {f"/ui/vendor/{name}" for name in VENDORED} <= set(scripts)
+    vendor = resources.files("remd.http") / "inspector" / "vendor"
+    notice = vendor.joinpath("NOTICE").read_text()
+    assert "ISC" in notice and vendor.joinpath("LICENSE-d3").read_text().startswith("Copyright")
+    for src in scripts:
+        assert src.startswith("/ui/")  # nothing from elsewhere: the CSP would refuse it anyway
+        r = httpx.get(str(base.join(src)))
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/javascript")
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+        name = src.removeprefix("/ui/vendor/")
+        if name in VENDORED:
+            version, digest = VENDORED[name]
+            assert hashlib.sha256(r.content).hexdigest() == digest, name
+            assert r.text.startswith(f"// https://d3js.org/{name.split('.')[0]}/ {version} ")
+            assert f"{name.split('.')[0]:<12} {version[1:]}" in notice
+    for path in ("/ui/vendor/NOTICE", "/ui/vendor/%2e%2e/app.js", "/ui/vendor/", "/ui/graph.js/x"):
+        assert httpx.get(str(base.join(path))).status_code == 404
+
+
+def test_the_page_can_tell_whether_the_api_wants_a_token(setup: Setup) -> None:
+    r = httpx.get(str(setup.client.base_url.join("/ui/auth.json")))  # no token sent
+    assert r.status_code == 200 and r.json() == {"token_required": True}
+    assert r.headers["cache-control"] == "no-store"
+    server, host = serve(setup.db)  # the same file, served without a token
+    try:
+        r = httpx.get(f"http://127.0.0.1:{server.port}/ui/auth.json")
+        assert r.json() == {"token_required": False}
+        server.set_token(SecretStr("a-token-set-at-run-time"))
+        r = httpx.get(f"http://127.0.0.1:{server.port}/ui/auth.json")
+        assert r.json() == {"token_required": True}
+    finally:
+        server.stop()
+        host.close()

@@ -368,7 +368,8 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
         Route("/v1/feedback", e(api.feedback), methods=["POST"]),
         Route("/v1/stats", e(api.stats), methods=["GET"]),
     ]
-    routes += inspector_routes(Inspector(api._call, api._query_ns, api._body), e)
+    routes += inspector_routes(Inspector(api._call, api._query_ns, api._body,
+                                         lambda: api.token is not None), e)
     # Unknown routes and wrong methods are answered (and counted) like any endpoint.
     app = Starlette(routes=routes, exception_handlers={
         404: _on_error(e(no_route, auth=False)), 405: _on_error(e(method_not_allowed, auth=False))})

@@ -14,9 +14,13 @@ GETs take ``?namespace=``, and so do the DELETE and the rollback POST):
 - ``GET /v1/rem/runs`` ``?limit=`` → the latest REM runs; ``GET /v1/rem/runs/{run_id}`` → what
   one folded into what; ``POST /v1/rem/runs/{run_id}/rollback`` → undo it
 - ``GET /v1/triggers`` → the REM triggers evaluated now
+- ``GET /ui/auth.json`` (no token) → ``{"token_required": bool}``: whether the API wants a
+  token, so the page asks for one only then (a 401 would tell as much)
 
-The page (``/ui``, ``/ui/app.js``, ``/ui/app.css``) is a static shell that carries no data, so
-it is served without the token; the page sends the token with every API call. Its Content
+The page (``/ui``, ``/ui/app.js``, ``dom.js``, ``graph.js``, ``app.css`` and the vendored layout
+library under ``/ui/vendor/``) is a static shell that carries no data, so it is served without
+the token; the page sends the token with every API call when it has one, and asks for one only
+when ``/ui/auth.json`` says the API wants one (or a call is refused with 401). Its Content
 Security Policy lets it load only its own files and talk only to this server.
 """
 
@@ -44,10 +48,16 @@ Handler = Callable[[Request], Awaitable[Response]]
 Call = Callable[[str, Callable[[Memory], Any]], Awaitable[Any]]
 NamespaceOf = Callable[[Request], str]
 BodyOf = Callable[[Request, type[RequestIn]], Awaitable[Any]]
+TokenRequired = Callable[[], bool]
 
 MAX_RELATED = 200  # memories at the other end of a memory's links, returned with it
-_ASSETS = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-           "app.css": "text/css; charset=utf-8"}
+_JS = "text/javascript; charset=utf-8"
+# The page's files, by their path under /ui/ (and under remd/http/inspector/): the vendored
+# layout library is listed in inspector/vendor/NOTICE with its version and license.
+_ASSETS = {"index.html": "text/html; charset=utf-8", "app.css": "text/css; charset=utf-8",
+           "app.js": _JS, "dom.js": _JS, "graph.js": _JS, "vendor/d3-dispatch.min.js": _JS,
+           "vendor/d3-quadtree.min.js": _JS, "vendor/d3-timer.min.js": _JS,
+           "vendor/d3-force.min.js": _JS}
 _PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
                                "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
@@ -132,12 +142,15 @@ def _folds(m: Memory, run_id: str) -> dict[str, Any]:
 class Inspector:
     """The inspector's handlers over the API's plumbing: ``call`` runs a function of a
     namespace's :class:`Memory` on a worker thread, ``namespace_of`` reads ``?namespace=``,
-    ``body_of`` reads a JSON body into a model."""
+    ``body_of`` reads a JSON body into a model, ``token_required`` says whether the API wants
+    a token now (it can be set at run time)."""
 
-    def __init__(self, call: Call, namespace_of: NamespaceOf, body_of: BodyOf) -> None:
+    def __init__(self, call: Call, namespace_of: NamespaceOf, body_of: BodyOf,
+                 token_required: TokenRequired) -> None:
         self.call, self.namespace_of, self.body_of = call, namespace_of, body_of
-        self.assets = {name: (resources.files("remd.http") / "inspector" / name).read_bytes()
-                       for name in _ASSETS}
+        self.token_required = token_required
+        root = resources.files("remd.http") / "inspector"
+        self.assets = {name: root.joinpath(*name.split("/")).read_bytes() for name in _ASSETS}
 
     async def _json(self, request: Request, fn: Callable[[Memory], Any]) -> Response:
         return JSONResponse(await self.call(self.namespace_of(request), fn))
@@ -203,6 +216,10 @@ class Inspector:
     async def triggers(self, request: Request) -> Response:
         return await self._json(request, lambda m: m.triggers().to_dict())
 
+    async def auth(self, request: Request) -> Response:
+        return JSONResponse({"token_required": self.token_required()},
+                            headers={**_PAGE_HEADERS, "Cache-Control": "no-store"})
+
     async def page(self, request: Request) -> Response:
         name = request.path_params.get("asset", "index.html") or "index.html"
         if name not in _ASSETS:
@@ -226,5 +243,6 @@ def inspector_routes(ins: Inspector, wrap: Callable[..., Handler]) -> list[Route
         Route("/v1/rem/runs/{run_id}/rollback", wrap(ins.rollback), methods=["POST"]),
         Route("/v1/triggers", wrap(ins.triggers), methods=["GET"]),
         Route("/ui", wrap(ins.page, auth=False), methods=["GET"]),
-        Route("/ui/{asset}", wrap(ins.page, auth=False), methods=["GET"]),
+        Route("/ui/auth.json", wrap(ins.auth, auth=False), methods=["GET"]),
+        Route("/ui/{asset:path}", wrap(ins.page, auth=False), methods=["GET"]),
     ]

@@ -1,5 +1,6 @@
 // remd inspector: a static page over remd's HTTP API. Every datum comes from the API with the
-// bearer token; memory text is only ever put in the page as text nodes (never as HTML).
+// bearer token; memory text is only ever put in the page as text nodes (never as HTML), by the
+// helpers of dom.js; graph.js draws the tag graph.
 "use strict";
 
 const TOKEN_KEY = "remd-token";
@@ -9,7 +10,8 @@ const logout = document.getElementById("logout");
 let renderNo = 0; // a newer navigation wins over a slower older one
 
 // -- the token: from the URL fragment (#token=..., never sent to the server), then kept in
-// sessionStorage for this tab only, and removed from the address bar.
+// sessionStorage for this tab only, and removed from the address bar. The page asks for one only
+// when the server says it wants one (/ui/auth.json), or refuses the one given (401).
 function takeTokenFromHash() {
   const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
   if (!m) return;
@@ -21,49 +23,6 @@ function takeTokenFromHash() {
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
-// -- DOM helpers -------------------------------------------------------------------------------
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (k === "class") el.className = v;
-    else el.setAttribute(k, v === true ? "" : String(v));
-  }
-  append(el, children);
-  return el;
-}
-
-function append(el, children) {
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-
-const SVG_NS = "http://www.w3.org/2000/svg";
-function s(tag, attrs, ...children) {
-  const el = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, String(v));
-  }
-  return append(el, children);
-}
-
-function enc(x) { return encodeURIComponent(x); }
-function link(hash, ...children) { return h("a", { href: hash }, ...children); }
-function memLink(ns, id, text) { return link(`#/ns/${enc(ns)}/m/${enc(id)}`, text || id); }
-function status(st) { return h("span", { class: `status status-${st}` }, st); }
-function when(iso) { return iso ? iso.replace("T", " ").replace(/\.\d+\+00:00$/, " UTC") : "–"; }
-function posix(t) { return t ? when(new Date(t * 1000).toISOString().replace("Z", "+00:00")) : "–"; }
-function num(x, digits) {
-  if (x === null || x === undefined) return "–";
-  return typeof x === "number" && digits !== undefined ? x.toFixed(digits) : String(x);
-}
-function short(text, n) { return text.length <= n ? text : text.slice(0, n - 1) + "…"; }
-
 // -- the API -----------------------------------------------------------------------------------
 class ApiError extends Error {
   constructor(status, type, message) { super(`${type}: ${message}`); this.status = status; }
@@ -73,10 +32,14 @@ async function api(method, path, { ns, params, body } = {}) {
   const q = new URLSearchParams(params || {});
   if (ns !== undefined) q.set("namespace", ns);
   const url = path + (q.toString() ? `?${q}` : "");
-  const headers = { Authorization: `Bearer ${token()}` };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const headers = {};
+  if (token()) headers.Authorization = `Bearer ${token()}`;
+  // A write always sends a JSON body ("{}" when it has nothing to say): the server takes
+  // state-changing requests only as application/json.
+  const write = method !== "GET" && method !== "HEAD";
+  if (write) headers["Content-Type"] = "application/json";
   const r = await fetch(url, { method, headers, cache: "no-store",
-    body: body === undefined ? undefined : JSON.stringify(body) });
+    body: write ? JSON.stringify(body === undefined ? {} : body) : undefined });
   let data = null;
   try { data = await r.json(); } catch (e) { data = null; }
   if (!r.ok) {
@@ -102,7 +65,17 @@ function setNav(ns, page) {
   logout.hidden = !token();
 }
 
-function loginPage() {
+// Whether the server's API wants a token (null: it could not be asked; the page then finds out).
+async function tokenRequired() {
+  try {
+    const r = await fetch("/ui/auth.json", { cache: "no-store" });
+    return r.ok ? (await r.json()).token_required === true : null;
+  } catch (e) { return null; }
+}
+
+// The token form, with why it is asked for: the server wants a token and this tab has none, or
+// the server refused the one given (refused: the ApiError of the 401).
+function loginPage(refused) {
   setNav(null, "login");
   const input = h("input", { type: "password", id: "token", autocomplete: "off",
                              placeholder: "bearer token", required: true });
@@ -112,9 +85,15 @@ function loginPage() {
     sessionStorage.setItem(TOKEN_KEY, input.value.trim());
     route();
   });
+  const why = refused
+    ? ["The server refused this token (401: ", refused.message, "). Try again."]
+    : ["This server asks for a token: its API is served with one (daemon.http_token), and this ",
+       "tab has none yet."];
   return [h("h1", {}, "Token"),
-          h("p", {}, "The server's API token (remd serve --http). It stays in this tab's ",
-            "session storage and is sent only as the Authorization header."), form];
+          h("p", { id: "login-why", class: refused ? "error" : null }, ...why),
+          h("p", {}, "It is the server's API token (daemon.http_token of remd serve --http). ",
+            "It stays in this tab's session storage and is sent only as the Authorization header."),
+          form];
 }
 
 async function namespacesPage() {
@@ -136,12 +115,10 @@ async function namespacesPage() {
 
 function memoryCard(ns, m, extra) {
   return h("div", { class: "card memory", "data-id": m.id },
-    h("div", { class: "text" }, m.content),
-    h("div", { class: "meta" }, memLink(ns, m.id, "open"), " · ", status(m.status), " · ",
+    preview(ns, m.id, m.content),
+    h("div", { class: "meta" }, memLink(ns, m.id, "open", "open"), " · ", status(m.status), " · ",
       m.kind, " · ", when(m.created_at), " · ",
-      (m.tags || []).map((t) => link(`#/ns/${enc(ns)}/tags/${enc(t)}`, t)).map((a) => {
-        a.className = "tag"; return a;
-      }), extra || null));
+      (m.tags || []).map((t) => tagLink(ns, t)), extra || null));
 }
 
 async function namespacePage(ns, params) {
@@ -180,14 +157,14 @@ function packView(ns, pack) {
   const head = h("p", { class: "meta" }, `pack ${pack.pack_id}: ${pack.items.length} item(s), `,
     `${pack.tokens_used}/${pack.budget} tokens`, pack.stop ? ` · stopped: ${pack.stop}` : "");
   const items = pack.items.map((it, i) => h("div", { class: "card item", "data-id": it.id },
-    h("div", { class: "text" }, it.content),
+    preview(ns, it.id, it.content),
     h("div", { class: "meta" }, `#${i + 1} · score ${num(it.score, 4)} · ${it.tokens} tokens · via `,
       it.sources.join("+") || "–", it.path.length ? ` · path ${it.path.join(" → ")}` : "", " · ",
       memLink(ns, it.id, "open"),
       it.outdated_by ? [" · probably updated by ", memLink(ns, it.outdated_by)] : null)));
   return [head, ...(items.length ? items : [h("p", { class: "muted" }, "Nothing relevant.")]),
     h("details", {}, h("summary", {}, "explanation"),
-      h("pre", { class: "explain" }, pack.explanation.join("\n")))];
+      h("pre", { class: "explain" }, pack.explanation.map((line) => [said("span", {}, line), "\n"])))];
 }
 
 function errorBox(e) { return h("div", { class: "error", role: "alert" }, e.message || String(e)); }
@@ -235,7 +212,7 @@ async function memoryPage(ns, id) {
   }
   if (history.length > 1) {
     sections.push(h("h2", {}, "History (oldest first)"), h("ol", { id: "history" },
-      history.map((n) => h("li", {}, n.id === id ? h("b", {}, short(n.content, 140))
+      history.map((n) => h("li", {}, n.id === id ? said("b", {}, short(n.content, 140))
         : memLink(ns, n.id, short(n.content, 140)), " ", status(n.status)))));
   }
   const message = h("div", { id: "action-result" });
@@ -261,15 +238,14 @@ async function memoryPage(ns, id) {
     actions.appendChild(restore);
   }
   return [h("h1", {}, `Memory ${m.id}`),
-    h("div", { class: "content", id: "memory-text" }, m.content),
+    said("div", { class: "content", id: "memory-text" }, m.content),
     h("table", { id: "memory-meta" }, h("tbody", {},
       [["status", status(m.status)], ["kind", m.kind], ["created", when(m.created_at)],
-       ["tags", (m.tags || []).map((t) => {
-         const a = link(`#/ns/${enc(ns)}/tags/${enc(t)}`, t); a.className = "tag"; return a; })],
+       ["tags", (m.tags || []).map((t) => tagLink(ns, t))],
        ["importance", num(m.importance, 3)], ["confidence", num(m.confidence, 3)],
        ["accessed", `${m.access_count} time(s), last ${when(m.last_access)}`],
-       ["source", m.source || "–"],
-       ["fact", m.fact_key ? `${m.fact_key} = ${m.fact_value}` : "–"],
+       ["source", m.source ? said("span", {}, m.source) : "–"],
+       ["fact", m.fact_key ? [said("span", {}, m.fact_key), " = ", said("span", {}, m.fact_value)] : "–"],
        ["valid", `${when(m.valid_from)} → ${when(m.valid_until)}`],
        ["deprecated by", m.deprecated_by ? memLink(ns, m.deprecated_by) : "–"]]
         .map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))))),
@@ -301,84 +277,22 @@ async function tagsPage(ns) {
     if (input.value.trim()) location.hash = `#/ns/${enc(ns)}/tags/${enc(input.value.trim())}`;
   });
   return [h("h1", {}, "Tag graph"), form, h("h2", {}, "Most used tags"),
-    tags.length ? h("p", { id: "top-tags" }, tags.map((t) => {
-      const a = link(`#/ns/${enc(ns)}/tags/${enc(t.tag)}`, `${t.tag} (${t.memories})`);
-      a.className = "tag"; return a; })) : h("p", { class: "muted", id: "top-tags" }, "No tags.")];
-}
-
-// A force layout (Fruchterman-Reingold), run to rest before drawing: edges pull (stronger
-// edges harder), every pair pushes, the centre tag stays in the middle. It starts from rings by
-// hop count, so the same graph is always drawn the same way.
-function layout(nodes, edges, W, H) {
-  const n = nodes.length, idx = new Map(nodes.map((d, i) => [d.tag, i]));
-  const P = nodes.map((d) => {
-    const ring = nodes.filter((x) => x.hops === d.hops), k = ring.indexOf(d);
-    const a = (2 * Math.PI * k) / Math.max(ring.length, 1) + d.hops * 0.5;
-    const r = d.hops * Math.min(W, H) * 0.18;
-    return { x: W / 2 + r * Math.cos(a), y: H / 2 + r * Math.sin(a) };
-  });
-  const E = edges.map((e) => [idx.get(e.a), idx.get(e.b), e.weight])
-    .filter(([a, b]) => a !== undefined && b !== undefined);
-  const k = 0.75 * Math.sqrt((W * H) / Math.max(n, 1));
-  const steps = 250;
-  for (let step = 0; step < steps; step++) {
-    const D = P.map(() => ({ x: 0, y: 0 }));
-    for (let i = 0; i < n; i++) {
-      for (let j = i + 1; j < n; j++) {
-        const dx = P[i].x - P[j].x, dy = P[i].y - P[j].y;
-        const d = Math.max(Math.sqrt(dx * dx + dy * dy), 0.01), f = (k * k) / d / d;
-        D[i].x += dx * f; D[i].y += dy * f; D[j].x -= dx * f; D[j].y -= dy * f;
-      }
-    }
-    for (const [a, b, w] of E) {
-      const dx = P[a].x - P[b].x, dy = P[a].y - P[b].y;
-      const d = Math.max(Math.sqrt(dx * dx + dy * dy), 0.01), f = (d / k) * (0.15 + 0.35 * w) * Math.min(1, 6 / Math.sqrt(E.length + 1));
-      D[a].x -= dx * f; D[a].y -= dy * f; D[b].x += dx * f; D[b].y += dy * f;
-    }
-    const t = (Math.min(W, H) / 8) * (1 - step / steps) + 1;
-    for (let i = 0; i < n; i++) {
-      if (nodes[i].hops === 0) { P[i].x = W / 2; P[i].y = H / 2; continue; }
-      const g = { x: (W / 2 - P[i].x) * 0.01, y: (H / 2 - P[i].y) * 0.01 }; // gravity
-      const dx = D[i].x + g.x, dy = D[i].y + g.y, d = Math.sqrt(dx * dx + dy * dy) || 1;
-      P[i].x = Math.min(W - 60, Math.max(30, P[i].x + (dx / d) * Math.min(d, t)));
-      P[i].y = Math.min(H - 20, Math.max(20, P[i].y + (dy / d) * Math.min(d, t)));
-    }
-  }
-  return P;
+    tags.length ? h("p", { id: "top-tags" }, tags.map((t) => tagLink(ns, t.tag, `${t.tag} (${t.memories})`)))
+      : h("p", { class: "muted", id: "top-tags" }, "No tags.")];
 }
 
 async function tagGraphPage(ns, tag, params) {
   const depth = params.get("depth") || "2";
   const g = await api("GET", `/v1/tags/${enc(tag)}/graph`, { ns, params: { depth, max_nodes: 40 } });
   setNav(ns, "tags");
-  const W = 900, H = 560, P = layout(g.nodes, g.edges, W, H);
-  const at = new Map(g.nodes.map((d, i) => [d.tag, P[i]]));
-  const maxDf = Math.max(1, ...g.nodes.map((d) => d.memories));
-  const svg = s("svg", { class: "graph", id: "tag-graph", viewBox: `0 0 ${W} ${H}`, role: "img",
-                         "aria-label": `tags around ${g.tag}` });
-  for (const e of g.edges) {
-    const a = at.get(e.a), b = at.get(e.b);
-    svg.appendChild(s("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y,
-      "stroke-width": (0.5 + 4 * e.weight).toFixed(2), "stroke-opacity": (0.35 + 0.6 * e.weight).toFixed(2) },
-      s("title", {}, `${e.a} — ${e.b}: weight ${e.weight}, together in ${e.count}`)));
-  }
-  for (const st of g.subtypes) {
-    const a = at.get(st.child), b = at.get(st.parent);
-    svg.appendChild(s("line", { class: "subtype", x1: a.x, y1: a.y, x2: b.x, y2: b.y },
-      s("title", {}, `${st.child} is a kind of ${st.parent}`)));
-  }
-  g.nodes.forEach((d, i) => {
-    const r = 5 + 13 * Math.sqrt(d.memories / maxDf);
-    const node = s("g", { class: "node", "data-tag": d.tag, tabindex: 0,
-      onclick: () => { location.hash = `#/ns/${enc(ns)}/tags/${enc(d.tag)}`; } },
-      s("circle", { cx: P[i].x, cy: P[i].y, r: r.toFixed(1),
-                    class: d.hops === 0 ? "centre" : d.hops > 1 ? "hop2" : "hop1" }),
-      s("text", { x: P[i].x + r + 3, y: P[i].y + 4 }, d.tag),
-      s("title", {}, `${d.tag}: ${d.memories} memories, ${d.hops} hop(s) away`));
-    node.addEventListener("keydown", (ev) => { if (ev.key === "Enter") node.dispatchEvent(new Event("click")); });
-    svg.appendChild(node);
+  // Drawn as wide as the page's column (less the frame's border), so a label's font is its
+  // CSS size; graph.js measures the labels and keeps them apart and inside the frame.
+  const css = getComputedStyle(view);
+  const width = view.clientWidth - parseFloat(css.paddingLeft) - parseFloat(css.paddingRight) - 2;
+  const svg = tagGraphSvg(g, Math.max(360, Math.floor(width)), (t) => {
+    location.hash = `#/ns/${enc(ns)}/tags/${enc(t)}`;
   });
-  return [h("h1", {}, `Tags around ${g.tag}`),
+  return [said("h1", {}, `Tags around ${g.tag}`),
     h("p", { class: "meta" }, `${g.nodes.length} tags, ${g.edges.length} co-occurrence edges `,
       `(thicker: stronger), ${g.subtypes.length} subtype links (dashed). Depth: `,
       ["1", "2", "3"].map((d) => d === depth ? h("b", {}, d, " ")
@@ -387,15 +301,36 @@ async function tagGraphPage(ns, tag, params) {
     svg];
 }
 
-function rollbackButton(ns, run, message, after) {
+// "Roll back…" asks first, as "Forget…" does, saying what the rollback will undo; one question
+// is open at a time.
+let openQuestion = null;
+function rollbackButton(ns, run, message) {
   const b = h("button", { type: "button", class: "danger rollback", "data-run": run.run_id },
-              "Roll back");
-  b.addEventListener("click", () => act(b, message, async () => {
-    const r = await api("POST", `/v1/rem/runs/${enc(run.run_id)}/rollback`, { ns });
-    if (after) after();
-    return `Rolled back ${r.run_id}: ${r.members_restored} memories restored, ` +
-      `${r.synthesis_removed} syntheses removed, ${r.held} held back from later runs.`;
-  }));
+              "Roll back…");
+  b.addEventListener("click", () => {
+    if (openQuestion) openQuestion();
+    const folded = run.live_before - run.live_after + run.synthesised;
+    const yes = h("button", { type: "button", class: "danger", id: "rollback-confirm" },
+                  "Yes, roll it back");
+    const no = h("button", { type: "button", id: "rollback-cancel" }, "Cancel");
+    const question = h("span", { class: "question" },
+      `Roll back ${run.run_id}? The ${folded} memories it folded come back live and its `,
+      `${run.synthesised} syntheses are removed. `, yes, " ", no);
+    const close = () => { if (question.isConnected) question.replaceWith(b); openQuestion = null; };
+    no.addEventListener("click", close);
+    yes.addEventListener("click", () => {
+      openQuestion = null;
+      no.disabled = true;
+      act(yes, message, async () => {
+        const r = await api("POST", `/v1/rem/runs/${enc(run.run_id)}/rollback`, { ns });
+        return `Rolled back ${r.run_id}: ${r.members_restored} memories restored, ` +
+          `${r.synthesis_removed} syntheses removed, ${r.held} held back from later runs.`;
+      });
+    });
+    b.replaceWith(question);
+    openQuestion = close;
+    yes.focus();
+  });
   return b;
 }
 
@@ -489,6 +424,7 @@ function pageFor(parts, params) {
 async function route() {
   const no = ++renderNo;
   takeTokenFromHash();
+  openQuestion = null;
   document.body.dataset.state = "loading";
   const show = (name, nodes) => {
     if (no !== renderNo) return;
@@ -496,14 +432,14 @@ async function route() {
     document.body.dataset.page = name;
     document.body.dataset.state = "ready";
   };
-  if (!token()) { show("login", loginPage()); return; }
   const { parts, params } = parse(location.hash);
   const found = pageFor(parts, params);
   if (!found) { setNav(null, ""); show("unknown", [h("h1", {}, "No such page"), link("#/", "namespaces")]); return; }
+  if (!token() && await tokenRequired()) { show("login", loginPage(null)); return; }
   try {
     show(found[0], await found[1]());
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401) { show("login", [errorBox(e), ...loginPage()]); return; }
+    if (e instanceof ApiError && e.status === 401) { show("login", loginPage(e)); return; }
     show("error", [h("h1", {}, "Could not load this page"), errorBox(e)]);
   }
 }
