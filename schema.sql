@@ -73,6 +73,17 @@ CREATE TABLE node_tags (
 CREATE INDEX node_tags_live_top ON node_tags (namespace, tid, live, weight DESC, rid DESC);
 CREATE INDEX node_tags_rid_cover ON node_tags (namespace, rid, tid, weight);  -- a memory's tags
 
+-- What a memory is about whatever its words (remd.text.frames.subject_keys): an attribute that
+-- holds one value at a time ("f:boss") or a standing habit's slot ("h:saturday morning"). Update
+-- detection judges a new memory against the live ones of its keys, inject reaches the live ones
+-- of a question's keys. Derived data, rebuilt when its version changes (remd.write.keys, 0014).
+CREATE TABLE node_keys (
+    namespace TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    rid       INTEGER NOT NULL REFERENCES nodes (rid),
+    PRIMARY KEY (namespace, key, rid)
+) WITHOUT ROWID;
+
 CREATE TRIGGER node_tags_follow_status AFTER UPDATE OF status ON nodes
 WHEN (OLD.status = 'live') != (NEW.status = 'live') BEGIN
     UPDATE node_tags SET live = (NEW.status = 'live') WHERE namespace = NEW.namespace AND rid = NEW.rid;

@@ -157,6 +157,11 @@ class InjectConfig(_Section):
     graph_weight: float = Field(0.5, ge=0, description="weight of tag-graph evidence")
     vector_weight: float = Field(2.0, ge=0, description="weight of vector evidence")
     lexical_weight: float = Field(1.5, ge=0, description="weight of FTS5 bm25 evidence")
+    subject_weight: float = Field(1.0, ge=0, description=(
+        "weight of subject evidence: the live memories of the attribute a question asks "
+        "about (its frame or habit slot, remd.index.keys), whatever their words"))
+    subject_k: int = Field(8, ge=0, le=64, description=(
+        "newest live memories of a question's subject keys taken as candidates"))
     recency_weight: float = Field(0.1, ge=0, le=1, description=(
         "score multiplier is (1 - w) + w * recency: old but relevant memories stay in"))
     recency_half_life_days: float = Field(90.0, gt=0)

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from remd.config import Config
 from remd.errors import StoreError
+from remd.index import keys
 from remd.index.caches import Caches
 from remd.llm.judge import LLMUpdateJudge
 from remd.llm.tagger import LLMTagger
@@ -60,6 +61,7 @@ class Engine:
         try:
             self.counter = TokenCounter(config.store.encoding)
             self.tokens_exact = self._token_encoding()
+            keys.refresh(self.store)  # what memories are about, read by this version
         except BaseException:
             self.store.close()
             raise

@@ -80,7 +80,8 @@ def test_dated_pack_writes_dates_and_counts_them(tmp_path: Path) -> None:
 def test_cli_inject_dated(tmp_path: Path) -> None:
     db = str(tmp_path / "c.db")
     runner = CliRunner()
-    assert runner.invoke(main, ["--db", db, "save", "Had my first piano lesson today"]).exit_code == 0
+    saved = runner.invoke(main, ["--db", db, "save", "Had my first piano lesson today"])
+    assert saved.exit_code == 0
     out = runner.invoke(main, ["--db", db, "inject", "piano lesson", "--budget", "60",
                                "--dated", "--json"])
     assert out.exit_code == 0, out.output

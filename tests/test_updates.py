@@ -122,15 +122,16 @@ def test_an_everyday_update_supersedes_with_a_reason_and_stays_in_history(
 def test_a_probable_update_ranks_after_the_newer_and_the_floor_leaves_it_out(
         db_path: Path, clock: Clock) -> None:
     with Memory(db_path, clock=clock) as m:
-        (old,) = saved(m, clock, "I've been vegetarian for about six years.")
+        (old,) = saved(m, clock, "For my hay fever I take cetirizine.")
         saved(m, clock, *UNRELATED)
-        (new,) = saved(m, clock, "I started eating fish and chicken again, doctor's orders.")
+        (new,) = saved(m, clock, "I'm on fexofenadine for the allergies now, the other tablets "
+                                 "made me drowsy.")
         kinds = {e.type for e in m.links(old)}
         assert m.get(old).status is NodeStatus.LIVE and EdgeType.CONTRADICTS in kinds
         clock.step()
-        pack = m.inject("Do I eat meat?", 200)
+        pack = m.inject("What do I take for hay fever?", 200)
         assert [i.id for i in pack.items][:1] == [new] and old not in [i.id for i in pack.items]
-        full = [i.id for i in m.inject("Do I eat meat?", 400, fill=True).items]
+        full = [i.id for i in m.inject("What do I take for hay fever?", 400, fill=True).items]
         assert full.index(new) < full.index(old)  # kept, after its newer version
         # The contradiction trigger and find_contradictions read the same decision.
         ((newer, older, confidence, reason),) = m.contradictions()

@@ -192,8 +192,8 @@ def _decisions(mem: Memory, s: EverydaySet, ids: dict[str, int], res: Result) ->
     additive = {n_up + j for j, c in enumerate(s.controls) if c.kind == "additive"}
     res.additive_pairs = sum(len(s.controls[j - n_up].steps) - 1 for j in additive)
     seen: set[tuple[str, str, str]] = set()
-    for src, dst, kind, ctx in mem.store.query(
-            "SELECT src, dst, type, context FROM edges WHERE namespace = ? AND type IN "
+    for src, dst, kind in mem.store.query(
+            "SELECT src, dst, type FROM edges WHERE namespace = ? AND type IN "
             "('SUPERSEDES', 'CONTRADICTS') AND (retired_by IS NULL OR retired_by != 'llm')",
             (ns,)):
         if (src, dst, kind) in seen:

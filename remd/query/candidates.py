@@ -43,6 +43,7 @@ class Candidate:
     graph: float = 0.0
     vector: float = 0.0
     lexical: float = 0.0
+    subject: float = 0.0  # among the live memories of the question's subject keys (newest: 1)
     via: int | None = None  # the activated tag that gave the most graph evidence
     via_act: float = 0.0
     # filled from the node mirror:

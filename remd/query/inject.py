@@ -51,6 +51,7 @@ from remd.errors import InvalidInput, ReadOnlyStore
 from remd.ids import new_id
 from remd.index import nodemirror
 from remd.index.caches import View
+from remd.index.keys import live_keyed
 from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.query import chatter, cues, newest, packer, render
@@ -59,14 +60,16 @@ from remd.query.pack import Pack, PackItem, ScoreParts, Seed
 from remd.query.walk import Specificity, Walk, propagate
 from remd.store.seam import Connection
 from remd.text.dates import DAY, Period, query_period
-from remd.text.fact_questions import question_keys
+from remd.text.fact_questions import question_keys as fact_keys
+from remd.text.frames import question_keys
 
 if TYPE_CHECKING:
     from remd.engine import Engine
 
 log = get_logger("remd.inject")
 
-_SOURCES = ("graph", "vector", "lexical")
+_SOURCES = ("graph", "vector", "lexical", "subject")
+_NEWER = 1e-3  # of two live facts of one key, the newer scores this much more
 _KINDS = {code: NodeKind(name) for name, code in nodemirror.KINDS.items()}
 
 @dataclass
@@ -116,11 +119,14 @@ class _Injector(CandidateReader):
         cl = list(cands.values())
         if not cl:
             return
-        weights = np.array([cfg.graph_weight, cfg.vector_weight, cfg.lexical_weight])
+        weights = np.array([cfg.graph_weight, cfg.vector_weight, cfg.lexical_weight,
+                            cfg.subject_weight])
+        values = np.array([(c.graph, c.vector, c.lexical, c.subject) for c in cl], np.float64)
+        if not values[:, 3].any():  # a question about no subject key: three sources
+            weights[3] = 0.0
         total = float(weights.sum()) or 1.0
-        values = np.array([(c.graph, c.vector, c.lexical) for c in cl], np.float64)
         evidence = np.zeros_like(values)
-        for j in range(3):
+        for j in range(4):
             v = values[:, j]
             has = v > 0
             if not has.any():
@@ -216,6 +222,12 @@ class _Injector(CandidateReader):
             cands.setdefault(rid, Candidate(rid)).vector = max(sim, 1e-9)
         for rid, score in lexical:
             cands.setdefault(rid, Candidate(rid)).lexical = max(score, 1e-9)
+        # The live memories of what the question asks about, however they say it ("who's my
+        # boss?" reaches "I report to Sanne now"): newest first (remd.index.keys).
+        keyed = live_keyed(conn, self.ns, question_keys(query), limit=cfg.subject_k,
+                           synthesis=True) if cfg.subject_weight > 0 else []
+        for i, rid in enumerate(keyed):
+            cands.setdefault(rid, Candidate(rid)).subject = float(len(keyed) - i)
         self._load(cands)
         self._score(cands)
         self._context(conn, cands)
@@ -223,7 +235,7 @@ class _Injector(CandidateReader):
         cues.speaker_boost(conn, self.ns, query, cands, cfg.speaker_weight,
                            lambda rid: cands[rid].kind is NodeKind.SYNTHESIS)
         facts = self._facts(conn, query, cands)
-        newest.prefer_newest(conn, self.ns, cands, query)
+        newest.prefer_newest(conn, self.ns, cands, query, self._fresh)
         unrelated = None
         if scan is not None and not facts:
             unrelated = cues.unrelated(conn, self.ns, cfg.floor_similarity,
@@ -233,6 +245,14 @@ class _Injector(CandidateReader):
         return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=len(cands),
                        facts=facts, unrelated=unrelated)
 
+    def _fresh(self, rids: list[int]) -> dict[int, Candidate]:
+        """Candidates of live memories no source reached, loaded and scored (multipliers only:
+        no evidence of their own)."""
+        fresh = {rid: Candidate(rid) for rid in rids}
+        self._load(fresh)
+        self._score(fresh)
+        return fresh
+
     def _facts(self, conn: Connection, query: str, cands: dict[int, Candidate]) -> int:
         """Put the live memory of the fact key the question asks for first ("where do I
         live?" -> ``user/city``, :mod:`remd.text.fact_questions`); returns how many there are.
@@ -241,7 +261,7 @@ class _Injector(CandidateReader):
         are never live, so they never come back this way.
         """
         cfg = self.cfg
-        keys = question_keys(query) if cfg.fact_weight > 0 else []
+        keys = fact_keys(query) if cfg.fact_weight > 0 else []
         if not keys:
             return 0
         marks = ",".join("?" * len(keys))
@@ -254,9 +274,11 @@ class _Injector(CandidateReader):
         top = max((c.base for c in cands.values()), default=0.0)
         cands.update(fresh)
         found = [cands[r] for r in rids if r in cands]
-        for c in found:
+        # Two live values of one key (a restored one beside its newer one: the user said both
+        # hold): both are answers, the newer first.
+        for age, c in enumerate(sorted(found, key=lambda c: (c.created_at, c.rid))):
             c.fact = 1.0 + cfg.fact_weight
-            c.base = max(top, c.base, 1e-6) * c.fact
+            c.base = max(top, c.base, 1e-6) * c.fact * (1.0 + _NEWER * age)
         return len(found)
 
     def pack(self, conn: Connection, ranked: _Ranked, budget: int, fill: bool,
@@ -358,7 +380,7 @@ class _Injector(CandidateReader):
         parts = ScoreParts(relevance=c.relevance, graph=c.graph, vector=c.vector,
                            lexical=c.lexical, recency=c.recency, importance=c.weight,
                            diversity=penalty, context=c.context, date=c.date, fact=c.fact,
-                           speaker=c.speaker)
+                           speaker=c.speaker, subject=c.subject)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=c.kind, created_at=c.created_at,
                         parts=parts, path=path, sources=sources, date=date,

@@ -22,7 +22,7 @@ handful of candidates): bounded by the pack, never the namespace.
 from __future__ import annotations
 
 import heapq
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any, Protocol
 
 from remd.index.vectors import stored
@@ -36,6 +36,9 @@ ALIKE = 0.5  # both must score at least this share of the better one (of the bes
 _AFTER = 0.999  # an outdated memory's score, as a share of its newer version's
 
 
+Load = Callable[[list[int]], dict[int, Any]]  # rids -> loaded, scored candidates
+
+
 class Dated(Protocol):
     rid: int
     base: float
@@ -44,13 +47,14 @@ class Dated(Protocol):
 
 
 def prefer_newest(conn: Connection, namespace: str, cands: MutableMapping[int, Any],
-                  query: str = "") -> int:
+                  query: str = "", load: Load | None = None) -> int:
     """Rank each candidate that a newer candidate probably updates right after it (see the
-    module docstring); returns how many were marked outdated."""
+    module docstring); returns how many were marked outdated. ``load`` makes candidates of
+    live memories the caller had not reached (a newer version the question's words missed)."""
     if not cands:
         return 0
     best = heapq.nlargest(CHECKED, cands.values(), key=lambda c: (c.base, -c.rid))
-    pairs = _contradicted(conn, namespace, cands, [c.rid for c in best])
+    pairs = _contradicted(conn, namespace, cands, [c.rid for c in best], load)
     pairs += _asked(conn, namespace, cands, best[:ASKED], query)
     marked = 0
     for old, new in sorted(pairs, key=lambda p: -cands[p[0]].base):
@@ -65,7 +69,10 @@ def prefer_newest(conn: Connection, namespace: str, cands: MutableMapping[int, A
 
 
 def _contradicted(conn: Connection, ns: str, cands: MutableMapping[int, Any],
-                  rids: list[int]) -> list[tuple[int, int]]:
+                  rids: list[int], load: Load | None) -> list[tuple[int, int]]:
+    """(older, newer) of the best candidates and the live memories that probably update them
+    (a live CONTRADICTS edge): the newer one made a candidate if it was not one, whatever its
+    own score, so the older never answers in its place."""
     marks = ",".join("?" * len(rids))
     rows: Any = conn.execute(
         "SELECT o.rid, n.rid FROM nodes o "
@@ -73,11 +80,14 @@ def _contradicted(conn: Connection, ns: str, cands: MutableMapping[int, Any],
         "AND e.type = 'CONTRADICTS' AND e.live = 1 "
         "JOIN nodes n ON n.namespace = e.namespace AND n.id = e.src AND n.status = 'live' "
         f"WHERE o.namespace = ? AND o.rid IN ({marks})", (ns, *rids)).fetchall()
+    missing = [int(new) for _, new in rows if int(new) not in cands]
+    if missing and load is not None:
+        for rid, c in load(missing).items():
+            cands.setdefault(rid, c)
     out = []
     for old, new in rows:
         older, newer = cands[int(old)], cands.get(int(new))
-        if newer is not None and newer.created_at > older.created_at and (
-                newer.base >= ALIKE * older.base):
+        if newer is not None and newer.created_at > older.created_at:
             out.append((int(old), int(new)))
     return out
 
@@ -88,6 +98,9 @@ def _asked(conn: Connection, ns: str, cands: MutableMapping[int, Any],
         return []
     top = best[0].base
     near = [c for c in best if c.base >= ALIKE * top]
+    # ...and the live memories of what the question asks about (its subject keys), however
+    # unlike the question their words are: an older version among the best, a newer one here.
+    near += [c for c in cands.values() if c.subject > 0 and c not in near]
     if len(near) < 2:
         return []
     rids = [c.rid for c in near]

@@ -29,6 +29,7 @@ class ScoreParts:
     date: float = 1.0  # multiplier for being saved in the period the query names
     fact: float = 1.0  # multiplier for being the live fact the question asks for
     speaker: float = 1.0  # multiplier for being said (chat header) by someone the query names
+    subject: float = 0.0  # among the live memories of the question's subject keys (newest: 1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +120,8 @@ def explain(pack: Pack) -> Iterable[str]:
                + (f" (speaker x{p.speaker:g})" if p.speaker != 1.0 else "")
                + (f"; floor score {floor_score(item):.4f}" if floored else ""))
         yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
-               f"{p.vector:.3f}, lexical {p.lexical:.3f}; path "
+               f"{p.vector:.3f}, lexical {p.lexical:.3f}"
+               + (f", subject {p.subject:g}" if p.subject else "") + "; path "
                f"{' -> '.join(item.path) if item.path else '-'}; {item.tokens} tokens")
         if item.outdated_by:
             yield (f"   probably updated by {item.outdated_by} (newer; see `remd get`): "

@@ -43,6 +43,7 @@ class Scored(Protocol):
     speaker: float  # the speaker multiplier in base (a prior: the floor leaves it out)
     outdated_by: int | None  # a newer candidate probably updates it (remd.query.newest)
     vector: float  # its cosine to the query (0: not a vector hit)
+    fact: float  # the multiplier for being a live fact of the key the question asks for
 
 
 S = TypeVar("S", bound=Scored)
@@ -128,8 +129,10 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
         return [], Stop("unrelated", unrelated)
     best_cos = max(c.vector for c, _, _ in picked)
     if cfg.floor_weak > 0 and best_cos < cfg.floor_weak and len(picked) > 1:
-        # The best item, and another only if it is about as like the query (two answers).
+        # The best item, and another only if it is about as like the query (two answers), and
+        # every live fact of the key the question asks for.
         kept = picked[:1] + [p for p in picked[1:] if p[0].vector >= best_cos - _WEAK_BAND][:1]
+        kept += [p for p in picked if p[0].fact > 1.0 and p not in kept]
         return kept, Stop("weak", f"no memory is much like the query (the best cosine of "
                                   f"the filled pack {best_cos:.2f} < floor_weak "
                                   f"{cfg.floor_weak:g}): "

@@ -47,6 +47,7 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "edges": (("namespace", "eid"),),
     "feedback": (("namespace", "pack_id"),),
     "fts_stats": (("namespace",),),
+    "node_keys": (("namespace", "key", "rid"),),
     "node_log": (("namespace", "seq"),),
     "node_tags": (("namespace", "tid", "rid"),),
     "node_terms": (("namespace", "stem", "rid"),),

@@ -17,11 +17,16 @@ them, inject widens a question with them); :func:`habit_slot` reads a standing h
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 
-__all__ = ["FRAMES", "Frame", "asked", "frames", "habit_slot", "is_bound", "is_single", "values",
-           "words"]
+from remd.text.numbers import plain_numbers
+from remd.text.words import split_header
+
+__all__ = ["FRAMES", "KEYS_VERSION", "Frame", "asked", "frames", "habit_slot", "is_bound",
+           "is_single", "subject_keys", "values", "words"]
 
 
 @dataclass(frozen=True)
@@ -34,114 +39,21 @@ class Frame:
     search: tuple[str, ...]  # words the full-text index can find it by
 
 
-def _f(name: str, single: bool, triggers: str, search: str, bound: bool = False) -> Frame:
-    parts = [t.strip() for t in _split(triggers)]
-    return Frame(name, single, bound, tuple(t.lstrip("=") for t in parts if t),
-                 tuple(t[1:] for t in parts if t.startswith("=")), tuple(search.split()))
-
-
-def _split(triggers: str) -> list[str]:
-    """Split on the ``|`` between triggers, not on one inside a group ("(?:a|b)")."""
-    out, depth, cur = [], 0, []
-    for ch in triggers:
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "|" and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return out
+def _load() -> tuple[Frame, ...]:
+    """The frames of ``frames.toml`` (beside this module; its header says what each key is)."""
+    data = tomllib.loads((resources.files("remd.text") / "frames.toml").read_text("utf-8"))
+    return tuple(
+        Frame(name, bool(f["single"]), bool(f.get("bound", False)),
+              tuple(t.removeprefix("=") for t in f["triggers"]),
+              tuple(t[1:] for t in f["triggers"] if t.startswith("=")),
+              tuple(str(f["search"]).split()))
+        for name, f in data.items())
 
 
 _WD = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
-_MONEY = r"(?:[£$€]\s?\d|\d+(?:[.,]\d+)?\s?(?:k|quid|pounds?|euros?|dollars?|bucks)\b|\bfiver\b|\btenner\b)"
-
-FRAMES: tuple[Frame, ...] = (
-    # -- who and where --------------------------------------------------------------------------
-    _f("boss", True, r"(?:my|our|new|line|the) (?:line )?manager | boss | supervisor | report(?:s|ing)? (?:directly )?to | manages me | team lead | my lead",
-       "manager boss report supervisor lead"),
-    _f("job", True, r"work(?:s|ing)? (?:at|for) | job | employer | joined | hired | handed (?:in )?my notice | handed my notice | first (?:day|week|month) (?:at|with|in) | (?:started|starting|start) at | career | employed | redundan\w* | (?:new|old) (?:company|firm)",
-       "job work employer company joined notice hired career"),
-    _f("role", True, r"role | job title | title | =treasurer | =secretary | =chair(?:man|woman|person)? | =captain | =president | =coordinator | organi[sz]er | =head chef | =sous chef | promoted | promotion | =band \d | heading up | heads up | head of | in charge of | runs the | leads the | took over",
-       "role title treasurer secretary chair captain president coordinator promoted"),
-    _f("home", True, r"live[sd]? (?:in|at|on|near) | living (?:in|at|on|near) | (?:we|i) rent (?:a|an|the) | (?<!from )(?<!get )home(?:'s| is) | moved (?:to|into|house) | moving (?:to|into|house) | address | neighbou?rhood | settled in | based in | relocat\w+ | headquarter\w* | head office | our (?:flat|house|place|apartment) | my (?:flat|house|place|apartment)",
-       "live home flat house apartment moved rent address"),
-    _f("housemate", True, r"live with | living with | flat ?mate | house ?mate | room ?mate | share (?:a|the|my) (?:flat|house|place) | spare room | moved in(?! to)",
-       "flatmate housemate roommate share live moved"),
-    _f("partner", True, r"boyfriend | girlfriend | husband | wife | fianc[ée]e? | dating | seeing (?:someone|somebody|a guy|a girl|a man|a woman) | going out with | split up | broke up | (?:my|our) partner(?! at)",
-       "partner boyfriend girlfriend husband wife dating seeing"),
-    _f("doctor", True, r"\bgp\b | doctor | \bdr\b | surgery | (?:medical|doctors'?|gp) practice | registered (?:at|with)",
-       "gp doctor dr surgery practice registered"),
-    _f("dentist", True, r"dentist | dental", "dentist dental"),
-    _f("hair", True, r"hair ?dresser | barber | (?:my|her|his) hair (?:done|cut) | does (?:my )?hair | haircut | salon",
-       "hair hairdresser barber haircut salon"),
-    _f("team", True, r"(?:my|our|the) team | on the \w+ team | squad | department | ward | \bunit\b",
-       "team squad department ward unit"),
-    _f("office", True, r"(?:the|our|my) office (?:is|moved) | office (?:is|was) (?:on|in|at) | (?:new|old) building | desk (?:is|moved)",
-       "office building desk"),
-    _f("school", True, r"school | year \d | nursery | primary | secondary | \bclass\b | teacher",
-       "school year class teacher nursery primary"),
-    # -- money ----------------------------------------------------------------------------------
-    _f("schedule", True, r"stand-?up | meeting | practice | rehearsal | \bdemo\b | retro | lessons? | \bclass\b | session | training | five.a.side | 5-a-side | choir | appointment | \bslot\b | kick-?off",
-       "standup meeting practice rehearsal demo lesson class session training appointment", bound=True),
-    _f("pay", True, r"salary | wages? | income | earn(?:s|ing)? | (?:new|my) pay | pay rise | payrise | before tax | after tax | per annum | \d+k\b",
-       "salary pay earn wage income"),
-    _f("rent", True, r"\brent(?:'s| is)\b | (?:my|our|the) rent | rent (?:went|goes|is going|has gone) | mortgage | indexation | landlord",
-       "rent mortgage landlord"),
-    _f("price", True, r"costs? | price[sd]? | charges? | fees? | (?:a|per) (?:month|week|visit|hour|year|session|lesson) | monthly | subscription | put (?:his|her|their|the) prices? up | going up to | gone up to",
-       "cost price charge fee month monthly subscription", bound=True),
-    _f("allowance", True, r"pocket money | allowance", "pocket money allowance"),
-    _f("insurance", True, r"insurance | cover for | policy | premium | renewal", "insurance cover policy premium renewal",
-       bound=True),
-    _f("bank", True, r"(?:my|our) bank | bank is | bank account | current account | moved my salary | account (?:with|at)",
-       "bank account"),
-    _f("savings", False, r"savings? | \bisas?\b | pension | invest\w*", "savings isa pension"),
-    # -- health ---------------------------------------------------------------------------------
-    _f("dose", True, r"\d+\s?(?:mg|mcg|µg|iu|ml|units?)\b | dose | dosage | tablets? | pills? | prescri\w+ | inhaler",
-       "dose mg tablet pill prescription units", bound=True),
-    _f("diet", True, r"=vegetarian | =vegan | =pescatarian | =plant-based | =eat(?:ing)? meat | =gluten-free | =dairy-free | =keto | \bdiet\b",
-       "vegetarian vegan pescatarian diet meat"),
-    # -- things ---------------------------------------------------------------------------------
-    _f("car", True, r"\bcar\b | (?:i|we) drive a | driving a | part-exchanged | hatchback | \bsuv\b | old banger",
-       "car drive"),
-    _f("phone", True, r"\bphone\b | mobile | =iphone | =android | =pixel \d | =galaxy \w", "phone mobile"),
-    _f("computer", True, r"laptop | computer | =macbook | =thinkpad | desktop | \bpc\b", "laptop computer"),
-    _f("editor", True, r"editor | \bide\b | =\bvim\b | =nvim | =neovim | =emacs | =vs ?code | =sublime | =intellij | =pycharm",
-       "editor ide vim emacs"),
-    _f("tickets", True, r"tickets? | ticketing | issue tracker | \bboard\b | backlog | =jira | =\blinear\b | =trello | =asana",
-       "tickets board backlog tracker"),
-    _f("notes", True, r"\bnotes\b | note-taking | =notion | =obsidian | =evernote | =onenote", "notes notebook"),
-    _f("music_service", True, r"=spotify | =apple music | =youtube music | =tidal | =deezer | music app | streaming",
-       "music spotify streaming"),
-    _f("tv_service", True, r"=netflix | =disney\+ | =prime video | =hbo | =now tv | =iplayer", "netflix streaming"),
-    _f("newspaper", True, r"newspaper | \bthe \w+ paper\b | =the guardian | =the times | =telegraph | =the i\b | =the observer | =the independent", "paper newspaper"),
-    _f("groceries", True, r"groceries | grocery | food shop | big shop | supermarket | =tesco | =sainsbury'?s? | =asda | =aldi | =lidl | =ocado | =waitrose | =morrisons",
-       "groceries shop supermarket"),
-    _f("internet", True, r"broadband | internet | fibre | fiber | wifi | wi-fi | router", "internet broadband wifi"),
-    _f("password", True, r"password | passcode | \bpin\b | credentials | api key | secret", "password key"),
-    _f("gym", True, r"\bgym\b | membership | leisure centre | =fitness first | =puregym", "gym membership"),
-    _f("commute", True, r"commute | get to work | =(?:cycle|bike|drive|walk) (?:to|in to|into) (?:work|the office) | drove me in | =(?:the|a) (?:bus|tram|train) to work",
-       "commute work bus tram train cycle"),
-    _f("sleep", True, r"go to bed | bedtime | lights out | asleep | wake up | alarm", "bed sleep"),
-    # -- several at once ------------------------------------------------------------------------
-    _f("language", False, r"speak | fluent | duolingo | learning (?:polish|italian|spanish|french|german|dutch|portuguese|japanese|mandarin|chinese|arabic|welsh|irish|greek|russian|korean) | (?:polish|italian|spanish|french|german|dutch|portuguese|japanese|mandarin|chinese|arabic|welsh|greek|russian|korean)\b(?! food| wine| restaurant)",
-       "speak language learning fluent"),
-    _f("instrument", False, r"piano | guitar | bass\b | drums? | violin | cello | ukulele | recorder | keyboard | flute | sax\w* | trumpet | clarinet | harp",
-       "play piano guitar violin instrument"),
-    _f("pet", False, r"\bdog\b | \bcat\b | kitten | puppy | greyhound | lurcher | rabbit | tortoise | hamster | guinea pig | parrot | \bpets?\b",
-       "dog cat pet kitten puppy"),
-    _f("exercise", False, r"\brun(?:s|ning)?\b | swim\w* | yoga | pilates | climbing | bouldering | cycling | parkrun | \bgym\b | workout | tennis | football | five-a-side | 5-a-side | netball | gymnastics | rides? with",
-       "run swim yoga climbing cycling exercise"),
-    _f("reading", False, r"\bread(?:ing)?\b | book | novel | audiobook | kindle", "read book"),
-    _f("music_taste", False, r"\bband\b | album | on repeat | listen\w* to", "band music listen"),
-    _f("cooking", False, r"\bcook\w* | bake\w* | recipe | make (?:jollof|curry|bread)", "cook make recipe"),
-    _f("allergy", False, r"allerg\w* | reacts? to | epipen", "allergic allergy"),
-    _f("qualification", False, r"qualifi\w+ | degree | chartered | passed (?:the|my) \w+ exam | certificat\w+ | diploma",
-       "qualification degree exam"),
-    _f("crafts", False, r"\bknit\w* | crochet\w* | sew\w* | embroider\w* | quilt\w* | pottery", "knit crochet sew"),
-)
+_MONEY = (r"(?:[£$€]\s?\d|\d+(?:[.,]\d+)?\s?(?:k|quid|pounds?|euros?|dollars?|bucks)\b"
+          r"|\bfiver\b|\btenner\b)")
+FRAMES: tuple[Frame, ...] = _load()
 
 _BY_NAME = {f.name: f for f in FRAMES}
 _PATTERNS = tuple((f.name, re.compile(r"\b(?:" + "|".join(f.triggers) + r")(?!\w)",
@@ -152,10 +64,12 @@ _VALUES = {f.name: re.compile(r"\b(?:" + "|".join(f.values) + r")(?!\w)", re.IGN
 _ASKED = tuple((f.name, re.compile(r"\b(?:" + "|".join(map(re.escape, f.search)) + r")s?\b",
                                    re.IGNORECASE)) for f in FRAMES)
 _MONEY_RE = re.compile(_MONEY, re.IGNORECASE)
-# A standing habit's slot: a weekday with a part of the day, or a weekday said in the plural.
+# A standing habit's slot: a weekday with a part of the day ("saturday mornings", "tuesday
+# nights"); a weekday said in the plural alone ("on Mondays") is a habit, but a day holds many.
 _HABIT = re.compile(
     rf"\b(?P<wd>{_WD})s?\s+(?P<part>morning|afternoon|evening|night|lunch(?:time)?)s?\b"
-    rf"|\b(?P<plural>{_WD})s\b|\bevery (?P<every>{_WD})\b|\bweekend (?P<wpart>morning|afternoon|evening)s\b",
+    rf"|\b(?P<plural>{_WD})s\b|\bevery (?P<every>{_WD})\b"
+    r"|\bweekend (?P<wpart>morning|afternoon|evening)s\b",
     re.IGNORECASE)
 
 
@@ -186,6 +100,36 @@ def values(text: str, frame: str) -> frozenset[str]:
     return frozenset(" ".join(m.group(0).lower().split()) for m in pattern.finditer(text))
 
 
+# The version of what subject_keys reads: stored keys of another version are read anew
+# (remd.write.keys). Bump it whenever the frames or the habit slots change.
+KEYS_VERSION = 1
+
+
+def subject_keys(text: str) -> tuple[str, ...]:
+    """The keys update detection and inject find a statement by, whatever its words: each
+    frame that holds one value at a time ("f:boss"), and a standing habit's slot
+    ("h:saturday morning"). Sorted; at most 8."""
+    stamp, speaker, _ = split_header(text)
+    if stamp or speaker:
+        return ()  # a turn of a transcript is what was said then, not a standing attribute
+    low = plain_numbers(text.lower())
+    keys = {f"f:{f}" for f in frames(low) if is_single(f)}
+    slot = habit_slot(low)
+    if slot:
+        keys.add(f"h:{slot}")
+    return tuple(sorted(keys))[:8]
+
+
+def question_keys(question: str) -> tuple[str, ...]:
+    """The keys of the frames (one value at a time, of a person: not a bound one, whose
+    memories are each of another thing) and the habit slot a question asks about."""
+    keys = {f"f:{f}" for f in asked(question) if is_single(f) and not is_bound(f)}
+    slot = habit_slot(question.lower())
+    if slot:
+        keys.add(f"h:{slot}")
+    return tuple(sorted(keys))[:8]
+
+
 def words(frame: str) -> tuple[str, ...]:
     """The search words of a frame (empty for an unknown one)."""
     f = _BY_NAME.get(frame)
@@ -210,7 +154,8 @@ def habit_slot(text: str) -> str:
         return ""
     if m.group("wd"):
         part = m.group("part").lower()
-        return f"{m.group('wd').lower()} {'lunch' if part.startswith('lunch') else part}"
+        part = "lunch" if part.startswith("lunch") else "evening" if part == "night" else part
+        return f"{m.group('wd').lower()} {part}"
     if m.group("plural"):
         return m.group("plural").lower()
     if m.group("every"):

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from remd.text import frames as fr
 from remd.text import words as tx
+from remd.text.numbers import plain_numbers
 from remd.text.tagging import is_verb_form
 
 __all__ = ["Reading", "person_kind", "read", "stem"]
@@ -132,7 +133,8 @@ _HYPOTHETICAL_RE = re.compile(
     r"|not sure|in case)\b")
 _LINK = re.compile(r"\[\[memory:[^\]]*\]\]")  # a typed link (remd.text.links): not a value
 # A numbered item's label ("12.", "- ", "Note 4:", "standup 3:"): not a value of the item.
-_ENUMERATION = re.compile(r"^\s*(?:\d{1,5}[.)]|[-*•]|(?:[A-Za-z][\w'-]* ){0,3}[A-Za-z]+,? #?\d{1,5}:)\s+")
+_ENUMERATION = re.compile(
+    r"^\s*(?:\d{1,5}[.)]|[-*•]|(?:[A-Za-z][\w'-]* ){0,3}[A-Za-z]+,? #?\d{1,5}:)\s+")
 # People and pets a statement can be about, besides its speaker.
 _RELATIONS = tx.word_set(
     """
@@ -219,7 +221,7 @@ def read(text: str) -> Reading:
     cue, cue_words, ended, change_verb = _cues(low)
     runs = [(n, opens) for n, opens in tx.name_runs(body)
             if n.lower() not in _FIRST_PERSON and n.lower() not in _TITLES
-            and not tx.is_time_word(n)]
+            and not tx.is_time_word(n) and not tx.is_time_word(n.rstrip("s"))]
     names = frozenset(n.casefold() for n, opens in runs
                       if not opens or not (n.lower() in tx.STOP_WORDS or is_verb_form(n)))
     # The names it is sure of: a word that only opens its sentence ("Physio three times a
@@ -250,6 +252,7 @@ def read(text: str) -> Reading:
     words = frozenset(
         s for s in (stem(w) for w in tx.content_words(body)
                     if w not in _FRAME_STOP and w not in value_words
+                    and w.removesuffix("'s") not in value_words
                     and not any(c.isdigit() for c in w))
         if len(s) >= 3)
     return Reading(
@@ -283,45 +286,6 @@ _PAST = tx.word_set(
 def _is_past(low: str) -> bool:
     """Does it tell something that happened (a past verb: "had", "shipped", "timed out")?"""
     return any(w in _PAST or (len(w) >= 5 and w.endswith("ed")) for w in tx.words(low))
-
-
-_UNITS_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-                "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-                "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
-                "eighteen": 18, "nineteen": 19}
-_TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-               "eighty": 80, "ninety": 90}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "grand": 1000}
-_SPELLED = re.compile(
-    r"\b(?:(?:" + "|".join([*_UNITS_WORDS, *_TENS_WORDS]) + r")(?:[ -](?:"
-    + "|".join([*_UNITS_WORDS, *_TENS_WORDS, *_SCALES]) + r"))*)\b(?![ -]?(?:thirty|fifteen)\b)")
-_CURRENCY_WORDS = re.compile(r"\b(\d+(?:[.,]\d+)?)\s*(quid|pounds?|quid|euros?|dollars?|bucks)\b")
-_SLANG_MONEY = {"fiver": "£5", "tenner": "£10", "score": "£20"}
-_THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)k\b")
-
-
-def _spelled(match: re.Match[str]) -> str:
-    total, part = 0, 0
-    for w in re.split(r"[ -]", match.group(0)):
-        if w in _UNITS_WORDS:
-            part += _UNITS_WORDS[w]
-        elif w in _TENS_WORDS:
-            part += _TENS_WORDS[w]
-        elif w in _SCALES:
-            part = max(part, 1) * _SCALES[w]
-            if _SCALES[w] >= 1000:
-                total, part = total + part, 0
-    return str(total + part)
-
-
-def plain_numbers(low: str) -> str:
-    """Numbers as digits: "four thousand units" -> "4000 units", "28k" -> "28000", "three
-    quid" -> "£3", "a fiver" -> "£5" (lower-case text; sizes of other words kept apart)."""
-    low = _SPELLED.sub(_spelled, low)
-    low = _THOUSANDS.sub(lambda m: str(round(float(m.group(1)) * 1000)), low)
-    low = _CURRENCY_WORDS.sub(lambda m: ("€" if m.group(2).startswith("euro") else "$"
-                                          if m.group(2)[0] in "db" else "£") + m.group(1), low)
-    return re.sub(r"\b(?:a )?(fiver|tenner)\b", lambda m: _SLANG_MONEY[m.group(1)], low)
 
 
 def _numbers(body: str) -> list[tuple[str, str, str]]:

@@ -122,9 +122,7 @@ def _span(m: re.Match[str], said: date, text: str) -> tuple[date, date] | None:
         behind = (said.weekday() - target) % 7
         if rel == "last":
             d = said - timedelta(days=behind or 7)
-        elif rel == "next":
-            d = said + timedelta(days=ahead or 7)
-        elif rel in ("this coming", "coming"):
+        elif rel == "next" or rel in ("this coming", "coming"):
             d = said + timedelta(days=ahead or 7)
         elif (g["prep"] or "on").lower() == "on" and _past(text, m):
             # "this Monday" / "on Monday", told as past: the last one ("for Monday": coming)

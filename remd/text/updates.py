@@ -27,6 +27,7 @@ by :mod:`remd.text.reading` (:func:`read`, re-exported here with :class:`Reading
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -34,7 +35,8 @@ from remd.text import frames as fr
 from remd.text import words as tx
 from remd.text.reading import Reading, person_kind, read, stem
 
-__all__ = ["Reading", "Verdict", "VerdictKind", "frame_slot", "judge", "one_attribute", "read"]
+__all__ = ["FrameSlot", "Reading", "Verdict", "VerdictKind", "frame_slot", "judge",
+           "one_attribute", "read", "restates"]
 
 
 class VerdictKind(StrEnum):
@@ -53,7 +55,7 @@ class Verdict:
 _LABELS = tx.word_set(
     "note notes item entry part no number id ticket issue bug case order invoice room flight "
     "bus tram line page table seat gate platform step pr commit build release run batch "
-    "project team unit group phase stage sprint memory topic attempt visit try round take "
+    "project team unit group phase stage sprint memory topic attempt visit round "
     "iteration episode trial")
 
 
@@ -76,6 +78,9 @@ UNALIKE = 0.3  # sentence cosine under which two memories are about different th
 # different value there is another thing's, unless a sure cue says one replaced another.
 CROWD = 3
 CROWD_BAND = 0.1
+CROWD_ALIKE = 0.6  # ...and at least this alike: a series said in one shape, not chit-chat
+ALIKE_CUE = 0.5  # a cue alone, with no shared word: only between sentences this alike
+NEAREST_ALIKE = 0.45  # "nearest" counts from this cosine: the nearest of unrelated notes is not
 MAYBE_AT = 0.75  # of a probable one
 
 
@@ -100,7 +105,7 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         cos = _word_cosine(old, new)
     shared = old.words & new.words
     framed = frame_slot(old, new, shared, cos)
-    slot = _slot(old, new, shared, asked) or framed
+    slot = _slot(old, new, shared, asked) or (str(framed) if framed else "")
     negation = old.negated != new.negated and len(shared) >= 2 and cos >= 0.8
     ended = _overlap(new.ended, old.words | {stem(w) for n in old.names for w in n.split()})
     reasons: list[str] = []
@@ -116,6 +121,9 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         return None  # nothing says anything changed (asked: what ended, or another value)
     if not slot and not ended and not negation and "self" not in (old.person, new.person):
         return None  # a cue alone changes the speaker's habits, not "the Nimbus team"
+    if not slot and not ended and not negation and not shared and cos < (
+            ALIKE_CUE if new.cue < 1.0 else UNALIKE):
+        return None  # a cue in a statement about something else ("now my phone lasts ...")
     if not slot and not ended and _restates(old, new):
         return None  # the same values said again ("moved to Berlin" / "relocated to Berlin")
     if new.one_off and new.cue < 1.0 and not slot and not ended:
@@ -132,9 +140,10 @@ def evidence(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         "negation": float(negation), "additive": float(new.additive),
         "keeps": float(new.keeps), "one_off_new": float(new.one_off and not new.change_verb),
         "kinds_disjoint": float(bool(old.kinds and new.kinds and not old.kinds & new.kinds)),
-        "nearest": float(nearest), "margin": margin,
+        "nearest": float(nearest and (cos >= NEAREST_ALIKE or bool(framed)
+                                      or (cos >= UNALIKE and new.cue >= 1.0))), "margin": margin,
         "same_person": float(bool(old.person) and old.person == new.person),
-        "asked": float(asked), "frame": float(bool(framed)),
+        "asked": float(asked), "frame": framed.sure if framed else 0.0,
     }, tuple(reasons))
 
 
@@ -152,7 +161,9 @@ def judge(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         if new.keeps or new.additive or (new.one_off and not new.change_verb):
             return None  # "still ...", "also ...", a happening that changes nothing
         return Verdict(VerdictKind.MAYBE, round(max(p, MAYBE_AT), 3), reason)
-    if p >= UPDATE_AT:
+    named_only = ev.features.get("frame") == 0.5 and ev.features.get("slot") and not (
+        ev.features.get("ended") or new.cue >= 0.6)
+    if p >= UPDATE_AT and not named_only:  # another name alone may be a detail beside it
         return Verdict(VerdictKind.UPDATE, round(p, 3), reason)
     if p >= MAYBE_AT:
         return Verdict(VerdictKind.MAYBE, round(p, 3), reason)
@@ -187,37 +198,80 @@ _AMOUNTS = frozenset(("pay", "rent", "price", "allowance", "insurance", "dose"))
 _BOUND_COS = 0.6  # a bound frame's thing: shared words, names, or sentences this alike
 
 
-def frame_slot(old: Reading, new: Reading, shared: frozenset[str], cos: float = 0.0) -> str:
-    """Another value of one attribute that holds one value at a time (:mod:`remd.text.frames`):
-    "my manager ... Henrik" / "I report to Sanne now", "rent's €1,150" / "€1,210 from 1 May",
-    "Saturday mornings I swim" / "saturday morning rides with ...". "" if none."""
-    if old.habit and old.habit == new.habit and not (old.one_off or new.one_off):
+@dataclass(frozen=True)
+class FrameSlot:
+    """Another value of one attribute: which, the values gone and come, and how sure (1.0 for
+    a value the frame knows, an amount, a time or a habit's activity; 0.5 for another name,
+    which may be a detail beside the attribute)."""
+
+    frame: str
+    gone: frozenset[str]
+    came: frozenset[str]
+    sure: float
+
+    def __str__(self) -> str:
+        gone, came = "/".join(sorted(self.gone)[:3]), "/".join(sorted(self.came)[:3])
+        return f"{self.frame} {gone} -> {came}"
+
+
+def same_subject(old: Reading, new: Reading) -> bool:
+    """Are two statements about one person or thing's attributes: the same person, the speaker
+    and their things ("I'm vegetarian" / "so I've gone pescatarian"), or one names whom the
+    other is about ("Window cleaner is £12" / "The window man's put his prices up")?"""
+    if old.person == new.person or {old.person, new.person} <= {"self", ""}:
+        return True
+    return any(p and p not in ("self",) and p.split()[0] in tx.words(other.text.lower())
+               for p, other in ((old.person, new), (new.person, old)))
+
+
+def frame_slot(old: Reading, new: Reading, shared: frozenset[str], cos: float = 0.0
+               ) -> FrameSlot | None:
+    """Another value of one attribute that holds one value at a time (:mod:`remd.text.frames`),
+    of one subject: "my manager ... Henrik" / "I report to Sanne now", "rent's €1,150" /
+    "€1,210 from 1 May", "Saturday mornings I swim" / "saturday morning rides with ...";
+    None if none."""
+    if not same_subject(old, new):
+        return None
+    if " " in old.habit and old.habit == new.habit and not (old.one_off or new.one_off):
         gone, came = old.words - new.words, new.words - old.words
         if gone and came and not new.additive:
-            return f"{old.habit}: {'/'.join(sorted(gone)[:2])} -> {'/'.join(sorted(came)[:2])}"
+            return FrameSlot(old.habit, frozenset(gone), frozenset(came), 1.0)
+    thing = frozenset(w for w in shared if not tx.is_time_word(w))
+    if old.habit and new.habit and old.habit != new.habit and thing and not new.additive:
+        # one thing on another day ("bowling league is Tuesday nights" / "the league moved
+        # to Thursday nights")
+        return FrameSlot("when", frozenset((old.habit,)), frozenset((new.habit,)), 1.0)
     for f in sorted(old.frames & new.frames):
         if not fr.is_single(f):
             continue
-        if fr.is_bound(f) and not (shared - _frame_stems(f) or old.names & new.names
+        if fr.is_bound(f) and not (thing - _frame_stems(f) or old.names & new.names
                                    or cos >= _BOUND_COS):
             continue  # the price of one thing, the time of another
         a, b = fr.values(old.text, f), fr.values(new.text, f)
         if a and b and not b <= a:
-            return f"{f} {'/'.join(sorted(a))} -> {'/'.join(sorted(b))}"
+            return FrameSlot(f, a - b, b - a, 1.0)
         if f in _AMOUNTS:
             na, nb = _amounts(old), _amounts(new)
             if na and nb and not nb & na:
-                return f"{f} {'/'.join(sorted(na))} -> {'/'.join(sorted(nb))}"
+                return FrameSlot(f, frozenset(na), frozenset(nb), 1.0)
             continue
+        ta, tb = old.times | (old.dates if f == "schedule" else frozenset()), new.times | (
+            new.dates if f == "schedule" else frozenset())
+        if ta and tb and not tb <= ta:  # another time of day ("bed around 1am" / "10:30")
+            return FrameSlot(f, ta - tb, tb - ta, 1.0)
         if f == "schedule":
-            ta, tb = old.times | old.dates, new.times | new.dates
-            if ta and tb and not tb <= ta:
-                return f"{f} {'/'.join(sorted(ta))} -> {'/'.join(sorted(tb))}"
             continue
-        gone, came = old.names - new.names, new.names - old.names
+        gone = _plain(old.names - new.names, old.text)
+        came = _plain(new.names - old.names, new.text)
         if gone and came:
-            return f"{f} {'/'.join(sorted(gone))} -> {'/'.join(sorted(came))}"
-    return ""
+            return FrameSlot(f, gone, came, 0.5)
+    return None
+
+
+def _plain(names: frozenset[str], text: str) -> frozenset[str]:
+    """Names that may be a value: not an acronym ("the car's MOT", "the NHS")."""
+    return frozenset(n for n in names
+                     if not (len(n) <= 5 and re.search(rf"\b{re.escape(n.upper())}\b", text)))
 
 
 def _frame_stems(frame: str) -> frozenset[str]:
@@ -227,6 +281,20 @@ def _frame_stems(frame: str) -> frozenset[str]:
 def _amounts(r: Reading) -> set[str]:
     return {n.replace(",", "") for n, before, unit in r.numbers
             if before not in _LABELS and (unit.startswith("money") or unit or len(n) >= 3)}
+
+
+def restates(was: Reading, other: Reading, slot: FrameSlot) -> bool:
+    """Does ``other`` say again the value ``was`` gave of the attribute that ``slot`` changed
+    ("I'm vegetarian" / "Callum made me a mushroom wellington because I'm still vegetarian")?"""
+    if not same_subject(was, other) or not slot.gone:
+        return False
+    if slot.frame == was.habit:
+        return other.habit == was.habit and slot.gone <= other.words
+    if slot.frame not in other.frames:
+        return False
+    said = (fr.values(other.text, slot.frame) | other.names | set(_amounts(other))
+            | other.times | other.dates)
+    return slot.gone <= said
 
 
 def one_attribute(a: Reading, b: Reading) -> bool:

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from remd.index.vectors import write_sentence_vectors, write_vectors
 from remd.models import EdgeType
 from remd.store.seam import Connection
+from remd.text.frames import subject_keys
 
 NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
 COOCCUR_STEP = 0.1  # each further co-occurrence moves the weight this far towards 1
@@ -82,7 +83,16 @@ class GraphWriter:
         assert got is not None
         rid = int(got[0])
         self.conn.index_text(rid, self.ns, row.content)  # the lexical index (FTS5 / terms)
+        self.key(rid, subject_keys(row.content))
         return rid
+
+    def key(self, rid: int, keys: Sequence[str]) -> None:
+        """Record what a node is about (remd.text.frames.subject_keys; node_keys)."""
+        if keys:
+            self.conn.executemany(
+                "INSERT INTO node_keys (namespace, key, rid) VALUES (?, ?, ?) "
+                "ON CONFLICT (namespace, key, rid) DO NOTHING",
+                [(self.ns, k, rid) for k in keys])
 
     def remove_node(self, rid: int, content: str) -> None:
         """Delete a node (a synthesis a rollback takes back) with its tags (their counts go
@@ -92,7 +102,8 @@ class GraphWriter:
                      "(SELECT tid FROM node_tags WHERE namespace = ? AND rid = ?)",
                      (ns, ns, rid))
         conn.unindex_text(rid, ns, content)
-        for table in ("node_tags", "node_vec_bit", "sentence_vec", "access_log", "nodes"):
+        for table in ("node_tags", "node_keys", "node_vec_bit", "sentence_vec", "access_log",
+                      "nodes"):
             conn.execute(f"DELETE FROM {table} WHERE namespace = ? AND rid = ?", (ns, rid))
 
     # -- vectors ----------------------------------------------------------------------------------

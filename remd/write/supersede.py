@@ -31,19 +31,24 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.errors import InvalidInput, NotFound
+from remd.index.keys import live_keyed
 from remd.index.vectors import BitIndex, exact, unit
 from remd.logs import get_logger
 from remd.models import EdgeType
 from remd.store.seam import Connection
 from remd.store.sqlite import rows_in
+from remd.text.frames import subject_keys
 from remd.text.updates import (
+    CROWD_ALIKE,
     CROWD_BAND,
     UNALIKE,
     Verdict,
     VerdictKind,
+    frame_slot,
     judge,
     one_attribute,
     read,
+    restates,
 )
 from remd.write.graph import GraphWriter
 
@@ -52,6 +57,7 @@ log = get_logger("remd.supersede")
 F32 = npt.NDArray[np.float32]
 SCANNED = 32  # Hamming candidates whose exact cosine is read
 JUDGED = 8  # nearest live memories a new memory is judged against
+KEYED = 6  # ...and the newest live memories of its subject keys (remd.index.keys)
 TAG_CAP = 256  # a tag on more memories than this is too common to propose candidates
 MAX_UPDATES = 2  # older memories one new memory may update
 USER = "user"  # edges.retired_by of a decision the user undid: never made again
@@ -104,8 +110,14 @@ def judge_pending(conn: Connection, namespace: str, fresh: Sequence[Fresh], at: 
         near.sort(key=lambda pair: -pair[1])
         keys = _fact_keys(conn, namespace, [new.rid, *(o.rid for o, _ in near)])
         top = near[0][1] if near else 0.0
-        crowd = sum(1 for _, c in near if c > 0.0 and c >= top - CROWD_BAND) - 1
+        crowd = sum(1 for _, c in near if c > 0.0 and c >= max(top - CROWD_BAND, CROWD_ALIKE)) - 1
         found: list[Decision] = []
+        # The current version of each attribute the new memory speaks of: of the candidates
+        # about one attribute with it (remd.text.frames), the latest said before it.
+        mine = read(new.content)
+        about = [o for o, _ in near if o.created_at < new.created_at
+                 and one_attribute(read(o.content), mine)]
+        current = max(about, key=lambda o: (o.created_at, o.rid)).id if about else None
         for rank, (other, cos) in enumerate(near):
             if other.id in superseded or other.id == new.id:
                 continue
@@ -121,12 +133,14 @@ def judge_pending(conn: Connection, namespace: str, fresh: Sequence[Fresh], at: 
                 newer, older = older, newer
             if (newer[0], older[0]) in vetoed:
                 continue
-            verdict = judge(read(older[1]), read(newer[1]), cos, nearest=rank == 0,
-                            margin=margin, crowd=crowd)
+            verdict = judge(read(older[1]), read(newer[1]), cos,
+                            nearest=rank == 0 or other.id == current, margin=margin, crowd=crowd)
             if verdict is not None:
                 found.append(Decision(newer=newer[0], older=older[0], verdict=verdict))
         found.sort(key=lambda d: -d.verdict.confidence)
-        for d in found[:MAX_UPDATES]:
+        found = found[:MAX_UPDATES]
+        found += _restatements(found, near, new, superseded)
+        for d in found:
             if d.older in superseded or d.newer in superseded:
                 continue
             _write(conn, namespace, d, at)
@@ -139,6 +153,36 @@ def judge_pending(conn: Connection, namespace: str, fresh: Sequence[Fresh], at: 
         log.info("update.decided", namespace=namespace, newer=d.newer, older=d.older,
                  kind=d.verdict.kind.value, confidence=d.verdict.confidence)
     return decisions
+
+
+def _restatements(found: Sequence[Decision], near: Sequence[tuple[Other, float]], new: Fresh,
+                  superseded: set[str]) -> list[Decision]:
+    """A version chain: when ``new`` updates a memory, the older live memories that say the
+    same value again (restatements: "I'm vegetarian", "still vegetarian, Callum made me ...")
+    are updated with it."""
+    out: list[Decision] = []
+    updated = [d for d in found if d.verdict.kind is VerdictKind.UPDATE and d.newer == new.id]
+    texts = {o.id: o for o, _ in near}
+    now = read(new.content)
+    for d in updated:
+        old = texts.get(d.older)
+        if old is None:
+            continue
+        was = read(old.content)
+        slot = frame_slot(was, now, was.words & now.words)
+        if slot is None:
+            continue  # a change said otherwise: what else said the old value is not known
+        for other, _ in near:
+            if other.id in (d.older, new.id) or other.id in superseded or (
+                    other.created_at >= new.created_at):
+                continue
+            if any(x.older == other.id for x in [*found, *out]):
+                continue
+            if restates(was, read(other.content), slot):
+                out.append(Decision(newer=new.id, older=other.id, verdict=Verdict(
+                    VerdictKind.UPDATE, d.verdict.confidence,
+                    f"says again what {d.older} said, which this updates")))
+    return out
 
 
 def _fact_keys(conn: Connection, ns: str, rids: Sequence[int]) -> dict[int, str]:
@@ -158,20 +202,29 @@ def nearest_live(conn: Connection, ns: str, new: Fresh, bits: BitIndex | None
         keys.update(int(r) for r in bits.candidates(q, SCANNED))
     keys.update(_tag_neighbours(conn, ns, new.rid))
     keys.discard(new.rid)
-    if not keys:
+    # By subject: the live memories of its attributes (one value at a time) and habit slots,
+    # however unalike their words (remd.index.keys); judged besides the nearest.
+    keyed = live_keyed(conn, ns, subject_keys(new.content), exclude=[new.rid], limit=KEYED)
+    if not keys and not keyed:
         return []
     ranked: dict[int, float] = dict.fromkeys(keys, 0.0)
     if q is not None:
         ranked.update(exact(conn, ns, np.fromiter(keys, np.int64, len(keys)), q))
+    for rid in keyed:
+        ranked.setdefault(rid, 0.0)
+    if q is not None and keyed:
+        ranked.update(exact(conn, ns, np.fromiter(keyed, np.int64, len(keyed)), q))
     # Texts of the nearest only (the bit scan's candidates are mostly live, unfolded ones).
     order = sorted(ranked, key=lambda r: (-ranked[r], r))[:2 * JUDGED]
+    order += [r for r in keyed if r not in order]
     rows = {int(r[0]): r for r in rows_in(
         conn, "SELECT rid, id, content, created_at FROM nodes WHERE namespace = ? "
               "AND status = 'live' AND kind != 'synthesis' AND rid IN ({marks})",
         sorted(order), (ns,))}
     best = [rid for rid in order if rid in rows]
+    chosen = best[:JUDGED] + [r for r in keyed if r in rows and r not in best[:JUDGED]]
     return [(Other(rid=r, id=str(rows[r][1]), content=str(rows[r][2]),
-                    created_at=float(rows[r][3])), ranked[r]) for r in best[:JUDGED]]
+                    created_at=float(rows[r][3])), ranked[r]) for r in chosen]
 
 
 def decided_by(conn: Connection, ns: str, newer: str) -> list[Other]:
