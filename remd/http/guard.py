@@ -101,6 +101,7 @@ class Guard:
         if len(hosts) > 1 or len(origins) > 1:
             raise HttpError(403, "Forbidden", "a request gives one Host and at most one Origin")
         host = _host_port(hosts[0]) if hosts else None
+        # No Host at all is an HTTP/1.0 client (h11 demands one of HTTP/1.1), never a browser.
         if hosts and self.loopback_bind and (
                 host is None or not (is_loopback(host[0]) or host[0] in self.allowed_hosts)):
             raise HttpError(403, "Forbidden", (
