@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -295,6 +296,10 @@ class DaemonConfig(_Section):
         "bearer token every HTTP request but /healthz, /livez and /readyz must carry; "
         "unset: no auth"))
     http_max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body")
+    http_allowed_hosts: tuple[str, ...] = Field((), description=(
+        "on a loopback bind, the Host names (any port) a request may give besides localhost, "
+        "127.0.0.1 and [::1], such as the name a reverse proxy on this machine passes on; any "
+        "other Host is refused (DNS rebinding); changes on restart"))
     http_pool_keep: int = Field(4, ge=1, description=(
         "no longer used (accepted so older config files still load): every namespace now "
         "shares the engine's pool, store.max_connections"))
@@ -320,6 +325,19 @@ class DaemonConfig(_Section):
             return {k: (None if k in ("http", "http_token") and isinstance(v, str)
                         and not v.strip() else v) for k, v in data.items()}
         return data
+
+    @pydantic.field_validator("http_allowed_hosts")
+    @classmethod
+    def _host_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for name in names:
+            bare = name.strip().lower()
+            bare = bare[1:-1] if bare.startswith("[") and bare.endswith("]") else bare
+            if not (_HOST_NAME.fullmatch(bare) or (":" in bare and _is_address(bare))):
+                raise ValueError(f"http_allowed_hosts: {name[:80]!r} is not a host name or "
+                                 "address (give no scheme, port or path)")
+            out.append(bare)
+        return tuple(out)
 
     @model_validator(mode="after")
     def _check_http(self) -> DaemonConfig:
@@ -350,6 +368,17 @@ class DaemonConfig(_Section):
         if not port.isdigit() or int(port) > 65535 or any(c.isspace() for c in host):
             raise ValueError(f"http must look like HOST:PORT, not {self.http!r}")
         return host or "127.0.0.1", int(port)
+
+
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")  # a DNS name or an IPv4 address
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_loopback(host: str) -> bool:

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from remd import Memory, load_config
+from remd import InvalidInput, Memory, load_config
 from remd.hosting import EngineHost
 from remd.http.app import HttpServer, create_app
 from remd.logs import capture_events
@@ -325,3 +325,70 @@ def test_the_summary_comes_when_its_window_ends_and_counts_every_request(db_path
         by_status.update(s["by_status"])
     assert by_endpoint == {"save": 1, "no_route": 1, "method_not_allowed": 1, "unparsable": 1}
     assert by_status == {"201": 1, "404": 1, "405": 1, "400": 1}
+
+
+# -- issue 38, row 12: a NUL in a path parameter is refused as everywhere else -----------------
+@pytest.mark.parametrize(("path", "what"), [
+    ("/v1/tags/a%00b/graph", "tag"), ("/v1/tags/%00a-b/graph", "tag"),
+    ("/v1/memories/m%00x", "memory id"), ("/v1/memories/m%00x/history", "memory id"),
+    ("/v1/memories/m%00x/links", "memory id"), ("/v1/rem/runs/rem_%00", "run id"),
+])
+def test_a_nul_in_a_path_parameter_is_invalid_input(api: httpx.Client, db_path: Path,
+                                                    path: str, what: str) -> None:
+    # "a b" and "a\0b" normalise to the same tag: the NUL must not be read as a space.
+    assert api.post("/v1/memories", json={"content": "a note", "tags": ["a b"]}
+                    ).status_code == 201
+    assert api.get("/v1/tags/a-b/graph").status_code == 200
+    with Memory(db_path, embedder=None) as m, pytest.raises(InvalidInput) as python:
+        m.save("another note", tags=["a\x00b"])  # the Python API's words for it
+    before = written(db_path)
+    r = api.get(path)
+    assert_error_shape(r, 400, "InvalidInput")
+    assert r.json()["error"]["message"] == str(python.value).replace("tag", what, 1)
+    assert written(db_path) == before
+
+
+# -- issue 38, row 13: a key given twice in a JSON body ------------------------------------------
+@pytest.mark.parametrize(("path", "body", "key"), [
+    ("/v1/memories", '{"namespace": "alice", "content": "a note", "namespace": "bob"}',
+     "namespace"),
+    ("/v1/memories", '{"content": "harmless", "tags": ["x"], "content": "planted"}', "content"),
+    ("/v1/inject", '{"query": "sweets", "token_budget": 10, "token_budget": 10}',
+     "token_budget"),
+    ("/v1/feedback", '{"pack_id": "p", "accepted": false, "accepted": true}', "accepted"),
+    ("/v1/inject/explain", '{"query": "sweets", "token_budget": 10, "x": [{"a": 1, "a": 2}]}',
+     "a"),
+    ("/v1/memories/m1/restore", '{"a": {}, "a": {}}', "a"),
+])
+def test_a_key_given_twice_is_refused_with_422(api: httpx.Client, db_path: Path, path: str,
+                                               body: str, key: str) -> None:
+    before = written(db_path)
+    r = api.post(path, content=body.encode(), headers={"content-type": "application/json"})
+    assert_error_shape(r, 422, "ValidationError")
+    message = r.json()["error"]["message"]
+    assert repr(key) in message and "twice" in message, message
+    assert written(db_path) == before
+
+
+# -- issue 38, row 14: an integer parameter past its maximum says so -----------------------------
+@pytest.mark.parametrize(("path", "name", "most"), [
+    ("/v1/namespaces", "limit", 100_000), ("/v1/memories", "limit", 1000),
+    ("/v1/tags", "limit", 1000), ("/v1/tags/home/graph", "depth", 3),
+    ("/v1/tags/home/graph", "max_nodes", 200), ("/v1/rem/runs", "limit", 1000),
+])
+def test_an_integer_parameter_past_its_maximum_says_the_maximum(
+        api: httpx.Client, path: str, name: str, most: int) -> None:
+    assert api.post("/v1/memories", json={"content": "a note", "tags": ["home"]}
+                    ).status_code == 201
+    for value in (str(most + 1), "100000000000000000000", "9" * 5000):
+        r = api.get(path, params={name: value})
+        assert_error_shape(r, 400, "InvalidInput")
+        assert r.json()["error"]["message"] == f"{name} is too large (at most {most})"
+    assert api.get(path, params={name: str(most)}).status_code == 200
+    r = api.get(path, params={name: "-100000000000000000000"})
+    assert_error_shape(r, 400, "InvalidInput")
+    assert r.json()["error"]["message"].startswith(f"{name} is too small (at least ")
+    for value in ("ten", "1e9", "", "0x10", "１２"):
+        r = api.get(path, params={name: value})
+        assert_error_shape(r, 400, "InvalidInput")
+        assert r.json()["error"]["message"].startswith(f"{name} must be one integer"), r.text

@@ -139,7 +139,8 @@ def test_concurrent_requests_each_get_their_own_connection(api: httpx.Client,
     ("GET", "/v1/memories/unknown/history", None, 404, "NotFound"),
     ("GET", "/v1/nothing-here", None, 404, "NotFound"),
     ("PUT", "/v1/memories/abc", None, 405, "MethodNotAllowed"),
-    ("DELETE", "/v1/memories/abc", None, 404, "NotFound"),  # forget (the inspector)
+    ("DELETE", "/v1/memories/abc", {}, 404, "NotFound"),  # forget (the inspector)
+    ("DELETE", "/v1/memories/abc", None, 415, "UnsupportedMediaType"),  # a write needs JSON
 ])
 def test_errors_are_json_with_proper_status_and_store_nothing(
         api: httpx.Client, db_path: Path, method: str, path: str, body: Any, status: int,
@@ -157,7 +158,8 @@ def test_bad_json_and_oversized_bodies(db_path: Path) -> None:
         r = api.post("/v1/memories", content=b"{not json",
                      headers={"content-type": "application/json"})
         assert r.status_code == 400 and r.json()["error"]["type"] == "InvalidJSON"
-        r = api.post("/v1/memories", content=b'{"content": "\xff\xfe"}')
+        json_type = {"content-type": "application/json"}
+        r = api.post("/v1/memories", content=b'{"content": "\xff\xfe"}', headers=json_type)
         assert r.status_code == 400
         r = api.post("/v1/memories", json={"content": "y" * 5000})
         assert r.status_code == 413 and r.json()["error"]["type"] == "PayloadTooLarge"
@@ -168,10 +170,11 @@ def test_bad_json_and_oversized_bodies(db_path: Path) -> None:
                 yield b"z" * 500
             yield b'"}'
 
-        r = api.post("/v1/memories", content=chunks())
+        r = api.post("/v1/memories", content=chunks(), headers=json_type)
         assert r.status_code == 413
         # A lone surrogate escaped in JSON is refused, not stored half-encoded.
-        r = api.post("/v1/memories", content=b'{"content": "bad \\ud800 text"}')
+        r = api.post("/v1/memories", content=b'{"content": "bad \\ud800 text"}',
+                     headers=json_type)
         assert r.status_code == 400
     server.stop()
     pool.close()

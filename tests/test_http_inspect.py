@@ -97,7 +97,7 @@ def test_a_run_its_folds_and_its_rollback(setup: Setup) -> None:
     assert {e["dst"] for e in sources if e["type"] == "DERIVED_FROM"} == {
         m["id"] for m in committed[0]["members"]}
 
-    done = c.post(f"/v1/rem/runs/{setup.run_id}/rollback")
+    done = c.post(f"/v1/rem/runs/{setup.run_id}/rollback", json={})
     assert done.status_code == 200, done.text
     assert done.json()["members_restored"] == len(members)
     with Memory(setup.db, embedder=None) as m:
@@ -106,11 +106,13 @@ def test_a_run_its_folds_and_its_rollback(setup: Setup) -> None:
     assert after["can_rollback"] is False and after["why_not"] == "already rolled back"
     assert after["run"]["status"] == "rolled_back"
     assert all(f["synthesis"] is None for f in after["folds"] if f["status"] == "committed")
-    assert error_of(c.post(f"/v1/rem/runs/{setup.run_id}/rollback"), 409) == "RollbackRefused"
+    assert error_of(c.post(f"/v1/rem/runs/{setup.run_id}/rollback", json={}),
+                    409) == "RollbackRefused"
 
 
 def test_forget_deletes_softly(setup: Setup) -> None:
-    r = setup.client.delete(f"/v1/memories/{setup.berlin}")
+    r = setup.client.request("DELETE", f"/v1/memories/{setup.berlin}",
+                             headers={"Content-Type": "application/json"})  # no body
     assert r.status_code == 200 and r.json()["status"] == "forgotten"
     with Memory(setup.db, embedder=None) as m:
         assert m.get(setup.berlin).status is NodeStatus.FORGOTTEN
@@ -156,7 +158,8 @@ def test_triggers(setup: Setup) -> None:
 ])
 def test_unknown_ids_are_404(setup: Setup, method: str, path: str,
                              params: dict[str, str]) -> None:
-    r = setup.client.request(method, path, params=params)
+    r = setup.client.request(method, path, params=params,
+                             json=None if method == "GET" else {})
     assert error_of(r, 404) == "NotFound"
 
 

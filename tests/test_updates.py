@@ -280,9 +280,9 @@ def test_restore_over_the_cli_and_http(db_path: Path, clock: Clock) -> None:
     server, pool = serve(db_path)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
-            missing = api.post("/v1/memories/nope/restore")
+            missing = api.post("/v1/memories/nope/restore", json={})
             assert missing.status_code == 404 and missing.json()["error"]["type"] == "NotFound"
-            done = api.post(f"/v1/memories/{new}/restore")
+            done = api.post(f"/v1/memories/{new}/restore", json={})
             assert done.status_code == 200 and done.json()["by"] == [again_new]
             assert api.get(f"/v1/memories/{new}").json()["status"] == "live"
     finally:

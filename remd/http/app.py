@@ -23,8 +23,10 @@ with traffic.
 Errors are ``{"error": {"type", "message"}}`` with 400 (bad input: ``InvalidInput``, or
 ``InvalidJSON`` for a body that is not UTF-8 JSON or holds NaN, an integer too long to read or
 nesting past the parser's limit, or ``InvalidHTTP`` for a request that is not HTTP/1.1, such as
-a malformed ``Content-Length``), 401 (token), 404 (unknown id), 409 (conflict), 413 (body too
-large), 422 (body fails the schema), 502 (LLM), 503 (the database is locked or unusable, or the
+a malformed ``Content-Length``), 401 (token), 403 (a Host or an Origin the server does not
+answer: :mod:`remd.http.guard`), 404 (unknown id), 409 (conflict), 413 (body too large), 415
+(a write that is not ``application/json``), 422 (body fails the schema, or gives a key
+twice), 502 (LLM), 503 (the database is locked or unusable, or the
 server is overloaded: every connection leased or no file descriptor left; these carry
 ``Retry-After`` and are logged once per cause per minute). Never a 500 for bad input.
 
@@ -38,19 +40,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import asdict
 from importlib import metadata
 from typing import Any
 
 import anyio.to_thread
 import uvicorn
-from pydantic import SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -71,15 +72,23 @@ from remd.errors import (
     first_line,
 )
 from remd.hosting import EngineHost, Throttle
+from remd.http.guard import (
+    Guard,
+    HttpError,
+    check_json_type,
+    check_path,
+    is_loopback,
+    parse_json,
+)
 from remd.http.inspect import Inspector, inspector_routes
 from remd.http.models import (
+    EmptyIn,
     FeedbackIn,
     FeedbackOut,
     InjectIn,
     MemoryIn,
     MemoryOut,
     PackOut,
-    RequestIn,
     StatsOut,
     error_body,
 )
@@ -96,15 +105,6 @@ _RETRY_AFTER = {"Retry-After": "1"}
 
 
 # -- errors ----------------------------------------------------------------------------------
-class HttpError(Exception):
-    """An error response decided by the HTTP layer itself (auth, body, routing)."""
-
-    def __init__(self, status: int, kind: str, message: str,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.kind, self.message, self.headers = status, kind, message, headers
-
-
 _STATUS: tuple[tuple[type[RemdError], int], ...] = (
     (InvalidInput, 400), (NotFound, 404), (Conflict, 409), (RollbackRefused, 409),
     (DatabaseLocked, 503), (StoreError, 503), (LLMError, 502), (ConfigError, 500),
@@ -121,46 +121,16 @@ def _error(status: int, kind: str, message: str,
     return JSONResponse(error_body(kind, message), status_code=status, headers=headers)
 
 
-# -- request bodies --------------------------------------------------------------------------
-class _Unreadable(ValueError):
-    """JSON text that Python's parser would read but that is not JSON (NaN) or that remd
-    does not read (an integer past the interpreter's limit on digits)."""
-
-
-def _no_constant(name: str) -> Any:
-    raise _Unreadable(f"{name} is not a JSON value")
-
-
-def _integer(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError as exc:  # past sys.get_int_max_str_digits() (4300 digits by default)
-        raise _Unreadable(f"an integer of {len(text.lstrip('-'))} digits is too long") from exc
-
-
-def _parse_json(raw: bytes) -> Any:
-    """The JSON document ``raw``. Raises HttpError 400 for anything else: not UTF-8, not
-    JSON, NaN or Infinity, an integer too long to read, nesting deeper than the parser's
-    recursion limit."""
-    try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_int=_integer)
-    except _Unreadable as exc:
-        raise HttpError(400, "InvalidJSON", f"request body is not accepted: {exc}") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HttpError(400, "InvalidJSON", f"request body is not JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise HttpError(400, "InvalidJSON", "request body is not accepted: "
-                        "its arrays or objects are nested too deeply") from exc
-
-
 # -- the app ---------------------------------------------------------------------------------
 Handler = Callable[[Request], Awaitable[Response]]
 
 
 class _Api:
     def __init__(self, host: EngineHost, token: SecretStr | None, default_namespace: str,
-                 max_body_bytes: int, summary_seconds: float) -> None:
+                 max_body_bytes: int, summary_seconds: float,
+                 allowed_hosts: Collection[str]) -> None:
         self.host = host
+        self.guard = Guard(allowed_hosts)
         self.throttle = Throttle()
         self.token = token
         self.default_namespace = default_namespace
@@ -168,16 +138,22 @@ class _Api:
         self.requests = RequestLog(summary_seconds)
 
     # -- plumbing ------------------------------------------------------------------------
-    def endpoint(self, fn: Handler, *, auth: bool = True) -> Handler:
-        """Wrap a handler: bearer token, error mapping, the request recorded for the summary
-        (and logged at debug level, or warning for a 5xx)."""
+    def endpoint(self, fn: Handler, *, auth: bool = True, route: bool = True) -> Handler:
+        """Wrap a handler: the guard's Host and Origin rules (:mod:`remd.http.guard`), the
+        bearer token (``auth``), and for a ``route`` (not the 404 and 405 answers) the JSON
+        type of a write and storable path parameters; error mapping; the request recorded for
+        the summary (and logged at debug level, or warning for a 5xx)."""
         name = fn.__name__
 
         async def wrapped(request: Request) -> Response:
             started = time.perf_counter()
             try:
+                self.guard.check(request)
                 if auth:
                     self._check_token(request)
+                if route:
+                    check_json_type(request)
+                    check_path(request)
                 response = await fn(request)
             except HttpError as exc:
                 response = _error(exc.status, exc.kind, exc.message, exc.headers)
@@ -228,7 +204,9 @@ class _Api:
             raise HttpError(401, "Unauthorized", "missing or wrong bearer token",
                             {"WWW-Authenticate": "Bearer"})
 
-    async def _body(self, request: Request, model: type[RequestIn]) -> Any:
+    async def _body(self, request: Request, model: type[BaseModel]) -> Any:
+        """The body read into ``model``; for :class:`EmptyIn` (a write that takes no body), an
+        empty body is ``{}``. Raises HttpError 413, 400 (not JSON), 422 (not the model)."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise HttpError(413, "PayloadTooLarge",
@@ -240,7 +218,8 @@ class _Api:
                 raise HttpError(413, "PayloadTooLarge",
                                 f"request body is larger than {self.max_body_bytes} bytes")
             chunks.append(chunk)
-        data = _parse_json(b"".join(chunks))
+        raw = b"".join(chunks)
+        data = {} if model is EmptyIn and not raw.strip() else parse_json(raw)
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -295,6 +274,7 @@ class _Api:
 
     async def restore(self, request: Request) -> Response:
         node_id = request.path_params["node_id"]
+        await self._body(request, EmptyIn)
         data = await self._call(self._query_ns(request), lambda m: asdict(m.restore(node_id)))
         return JSONResponse(data)
 
@@ -349,10 +329,13 @@ def _on_error(handler: Handler) -> Callable[[Request, Exception], Awaitable[Resp
 
 def create_app(host: EngineHost, *, token: SecretStr | None = None,
                default_namespace: str = "default", max_body_bytes: int = 1_048_576,
-               summary_seconds: float = SUMMARY_SECONDS) -> Starlette:
+               summary_seconds: float = SUMMARY_SECONDS,
+               allowed_hosts: Collection[str] = ()) -> Starlette:
     """The Starlette app over ``host``'s engine. ``app.state.api.token`` can be swapped at run
-    time; ``summary_seconds`` is the window of an ``http.summary`` event."""
-    api = _Api(host, token, default_namespace, max_body_bytes, summary_seconds)
+    time; ``summary_seconds`` is the window of an ``http.summary`` event; ``allowed_hosts``
+    are the Host names a loopback bind answers besides loopback's own
+    (:class:`~remd.http.guard.Guard`)."""
+    api = _Api(host, token, default_namespace, max_body_bytes, summary_seconds, allowed_hosts)
     e = api.endpoint
     probes = Probes(host)
     routes = [
@@ -372,11 +355,11 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
                                          lambda: api.token is not None), e)
     # Unknown routes and wrong methods are answered (and counted) like any endpoint.
     app = Starlette(routes=routes, exception_handlers={
-        404: _on_error(e(no_route, auth=False)), 405: _on_error(e(method_not_allowed, auth=False))})
+        404: _on_error(e(no_route, auth=False, route=False)),
+        405: _on_error(e(method_not_allowed, auth=False, route=False))})
     app.state.api = api
     app.state.probes = probes
     return app
-
 
 
 def http_server(host: EngineHost, config: Config, default_namespace: str) -> HttpServer:
@@ -386,7 +369,7 @@ def http_server(host: EngineHost, config: Config, default_namespace: str) -> Htt
     if d.http_address is None:
         raise ConfigError("daemon.http is not set")
     app = create_app(host, token=d.http_token, default_namespace=default_namespace,
-                     max_body_bytes=d.http_max_body_bytes)
+                     max_body_bytes=d.http_max_body_bytes, allowed_hosts=d.http_allowed_hosts)
     return HttpServer(app, *d.http_address, workers=2 * config.store.max_connections)
 
 # -- serving it from a thread of the daemon --------------------------------------------------
@@ -394,8 +377,11 @@ class HttpServer:
     """uvicorn on a thread of this process, on a socket bound up front.
 
     Binding in the constructor means a taken port or a bad host is reported when the daemon
-    starts (ConfigError), and port 0 gives a free port whose number is known at once. A timer
-    thread logs the ``http.summary`` of each window of the app's requests as it ends.
+    starts (ConfigError), and port 0 gives a free port whose number is known at once; the app's
+    guard learns whether the bound address is loopback (the Host rule holds there only). A
+    timer thread logs the ``http.summary`` of each window of the app's requests as it ends.
+    Serving without a token is logged as a warning (``http.no_token``), at start and when a
+    reload drops the token.
     """
 
     def __init__(self, app: Starlette, host: str, port: int, *, workers: int = 8) -> None:
@@ -413,6 +399,7 @@ class HttpServer:
             raise ConfigError(f"cannot listen on {host}:{port}: "
                               f"{exc.strerror or exc}") from exc
         self.host, self.port = self.sock.getsockname()[:2]
+        app.state.api.guard.loopback_bind = is_loopback(self.host)
         self.requests: RequestLog = app.state.api.requests
         self.server = uvicorn.Server(uvicorn.Config(
             app, http=http11(self.requests), log_config=None, access_log=False,
@@ -428,7 +415,15 @@ class HttpServer:
         return self._thread is not None and self._thread.is_alive()
 
     def set_token(self, token: SecretStr | None) -> None:
+        dropped = token is None and self.app.state.api.token is not None
         self.app.state.api.token = token
+        if dropped:
+            self._no_token()
+
+    def _no_token(self) -> None:
+        log.warning("http.no_token", host=self.host, port=self.port, reason=(
+            "no bearer token: every process and user of this machine can read and write "
+            "every namespace; set daemon.http_token (REMD_DAEMON__HTTP_TOKEN)"))
 
     def start(self, timeout: float = 10.0) -> None:
         """Serve on a daemon thread; returns once uvicorn accepts connections."""
@@ -440,6 +435,8 @@ class HttpServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise ConfigError(f"HTTP server on {self.host}:{self.port} did not start")
             time.sleep(0.01)
+        if self.app.state.api.token is None:
+            self._no_token()
         self._summaries.start()
 
     async def _serve(self) -> None:

@@ -1,8 +1,9 @@
 """The HTTP endpoints of the web inspector (:mod:`remd.http.app` mounts them), and the inspector's
 static page at ``/ui``.
 
-JSON endpoints (the same bearer token, namespace rule and error shape as the rest of the API;
-GETs take ``?namespace=``, and so do the DELETE and the rollback POST):
+JSON endpoints (the same bearer token, namespace rule, guard (:mod:`remd.http.guard`) and error
+shape as the rest of the API; GETs take ``?namespace=``, and so do the DELETE and the rollback
+POST, which take ``Content-Type: application/json`` with an empty body or ``{}``):
 
 - ``GET /v1/namespaces`` ``?limit=`` → the file's namespaces with their memory counts
 - ``GET /v1/memories`` ``?limit=&include_inactive=`` → the newest memories
@@ -26,20 +27,23 @@ Security Policy lets it load only its own files and talk only to this server.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from importlib import resources
 from typing import Any
 
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from remd.errors import InvalidInput, NotFound, quote
-from remd.http.models import InjectIn, MemoryOut, RequestIn
+from remd.http.models import EmptyIn, InjectIn, MemoryOut
 from remd.memory import Memory
 from remd.models import Node
 from remd.query.pack import Pack, explain
+from remd.query.taggraph import MAX_NODES
 from remd.write.exchange import iso, node_to_dict
 
 __all__ = ["Inspector", "inspector_routes"]
@@ -47,7 +51,7 @@ __all__ = ["Inspector", "inspector_routes"]
 Handler = Callable[[Request], Awaitable[Response]]
 Call = Callable[[str, Callable[[Memory], Any]], Awaitable[Any]]
 NamespaceOf = Callable[[Request], str]
-BodyOf = Callable[[Request, type[RequestIn]], Awaitable[Any]]
+BodyOf = Callable[[Request, type[BaseModel]], Awaitable[Any]]
 TokenRequired = Callable[[], bool]
 
 MAX_RELATED = 200  # memories at the other end of a memory's links, returned with it
@@ -68,13 +72,28 @@ _PAGE_HEADERS = {
 }
 
 
-def _int(request: Request, name: str, default: int) -> int:
+# The bounds of the integer parameters: the library's (remd.query.namespaces, .taggraph,
+# remd.sleep.remhistory), except the newest memories, which the page lists whole.
+MAX_NAMESPACES, MAX_RECENT, MAX_TAGS, MAX_RUNS, MAX_DEPTH = 100_000, 1000, 1000, 1000, 3
+_INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() takes "１２" and "²"
+
+
+def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
+    """``?name=`` as an integer from ``low`` to ``high``, else ``default``. Raises
+    InvalidInput naming the bound a value passes, however many digits it has."""
     values = request.query_params.getlist(name)
     if not values:
         return default
-    if len(values) > 1 or not values[0].lstrip("-").isdigit() or len(values[0]) > 12:
-        raise InvalidInput(f"{name} must be one integer, not {quote(values[-1][:40])}")
-    return int(values[0])
+    text = values[-1]
+    if len(values) > 1 or not _INTEGER.fullmatch(text):
+        raise InvalidInput(f"{name} must be one integer, not {quote(text[:40])}")
+    digits = text.lstrip("-").lstrip("0")
+    value = int(text) if len(digits) <= 18 else (-1 if text.startswith("-") else 1) * 10**18
+    if value > high:
+        raise InvalidInput(f"{name} is too large (at most {high})")
+    if value < low:
+        raise InvalidInput(f"{name} is too small (at least {low})")
+    return value
 
 
 def _flag(request: Request, name: str) -> bool:
@@ -156,18 +175,18 @@ class Inspector:
         return JSONResponse(await self.call(self.namespace_of(request), fn))
 
     async def namespaces(self, request: Request) -> Response:
-        limit = _int(request, "limit", 1000)
+        limit = _int(request, "limit", 1000, 0, MAX_NAMESPACES)
         return await self._json(request, lambda m: [asdict(n) for n in m.namespaces(limit)])
 
     async def recent(self, request: Request) -> Response:
-        n, inactive = _int(request, "limit", 20), _flag(request, "include_inactive")
-        if n > 1000:
-            raise InvalidInput(f"limit must be at most 1000, not {n}")
+        n = _int(request, "limit", 20, 0, MAX_RECENT)
+        inactive = _flag(request, "include_inactive")
         return await self._json(request, lambda m: [
             _memory(node) for node in m.recent(n, include_inactive=inactive)])
 
     async def forget(self, request: Request) -> Response:
         node_id = request.path_params["node_id"]
+        await self.body_of(request, EmptyIn)
         return await self._json(request, lambda m: _memory(m.forget(node_id)))
 
     async def links(self, request: Request) -> Response:
@@ -182,13 +201,14 @@ class Inspector:
         return JSONResponse(data)
 
     async def tags(self, request: Request) -> Response:
-        limit = _int(request, "limit", 50)
+        limit = _int(request, "limit", 50, 0, MAX_TAGS)
         return await self._json(request, lambda m: [
             {"tag": t, "memories": df} for t, df in m.top_tags(limit)])
 
     async def tag_graph(self, request: Request) -> Response:
         tag = request.path_params["tag"]
-        depth, size = _int(request, "depth", 2), _int(request, "max_nodes", 40)
+        depth = _int(request, "depth", 2, 1, MAX_DEPTH)
+        size = _int(request, "max_nodes", 40, 1, MAX_NODES)
 
         def graph(m: Memory) -> dict[str, Any]:
             g = m.tag_neighbourhood(tag, depth=depth, max_nodes=size)
@@ -201,7 +221,7 @@ class Inspector:
         return await self._json(request, graph)
 
     async def runs(self, request: Request) -> Response:
-        limit = _int(request, "limit", 50)
+        limit = _int(request, "limit", 50, 0, MAX_RUNS)
         return await self._json(request, lambda m: [
             _run(run, why) for run, why in m.rem_runs(limit)])
 
@@ -211,6 +231,7 @@ class Inspector:
 
     async def rollback(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
+        await self.body_of(request, EmptyIn)
         return await self._json(request, lambda m: asdict(m.rollback(run_id)))
 
     async def triggers(self, request: Request) -> Response:

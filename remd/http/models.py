@@ -15,6 +15,13 @@ class RequestIn(BaseModel):
     namespace: str | None = None
 
 
+class EmptyIn(BaseModel):
+    """The body of a write that takes none (forget, restore, rollback): ``{}`` (an empty body
+    is read as ``{}``); a field is refused like an unknown field anywhere."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
 class MemoryIn(RequestIn):
     content: str
     tags: list[str] | None = None
