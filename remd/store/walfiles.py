@@ -111,6 +111,45 @@ def _owner(path: str) -> str:
         return f"uid {uid}"
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_sqlite(path: str) -> bool:
+    """Whether the file at ``path`` starts with SQLite's header (False if it can't be read)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def holders(path: str) -> list[int] | None:
+    """The processes holding a lock on the file at ``path`` or on its -shm: a SQLite database
+    open anywhere (a connection in WAL mode locks its -shm for as long as it is open). Read from
+    /proc/locks, without opening the files (closing a descriptor would drop this process's own
+    SQLite locks on them); None where there is no such list (not Linux)."""
+    inodes = set()
+    for candidate in (path, path + "-shm"):
+        with contextlib.suppress(OSError):
+            info = os.stat(candidate)
+            inodes.add(f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}")
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    pids: list[int] = []
+    for line in lines:  # "1: POSIX  ADVISORY  READ 22215 fe:00:2228771 128 128"
+        fields = line.split()
+        for i, field in enumerate(fields[1:], start=1):
+            if field.count(":") == 2 and field in inodes:
+                with contextlib.suppress(ValueError):
+                    pid = int(fields[i - 1])
+                    if pid not in pids:
+                        pids.append(pid)
+    return pids
+
+
 @dataclass(frozen=True)
 class Identity:
     """The file a store opened: its device and inode then, and its path (as the store names
