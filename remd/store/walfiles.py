@@ -52,9 +52,18 @@ def check_reader(path: str) -> None:
     """Before opening ``path``: refuse a user who cannot write the database when opening it
     would create a -wal or -shm file (theirs, blocking the owner) or cannot read one.
 
-    Raises ReadOnlyStore naming the files and the fix.
+    Raises StoreError for a directory or a file this user may not read, ReadOnlyStore naming
+    the files and the fix.
     """
-    if path == ":memory:" or not os.path.exists(path) or _may(path, os.W_OK):
+    if path == ":memory:" or not os.path.exists(path):
+        return
+    if os.path.isdir(path):
+        raise StoreError(f"database {path!r} is a directory, not a file")
+    if not _may(path, os.R_OK):
+        info = os.stat(path)
+        raise StoreError(f"cannot read database {path!r}: this user may not (mode "
+                         f"{info.st_mode & 0o777:04o}, owned by {_owner(path)})")
+    if _may(path, os.W_OK):
         return
     missing = [p for p in sidecars(path) if not os.path.exists(p)]
     if missing:
