@@ -34,7 +34,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
-from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError
+from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError, first_line
 from remd.logs import get_logger
 from remd.store import pglocks, pgsearch
 from remd.store import sqlite as store
@@ -176,7 +176,12 @@ class PgStore(Leases[PgConnection]):
             return self._pool.getconn()
         except psycopg_pool.PoolTimeout as exc:
             if self._pool.get_stats()["pool_size"] < self.config.max_connections:
-                reach(self.path, self.config)  # the pool could not grow: say why, if it can't
+                try:  # the pool could not grow: say why, if it can't
+                    reach(self.path, self.config)
+                except StoreError as down:
+                    log.warning("pgstore.unreachable", database=redact(self.path),
+                                error=first_line(down))
+                    raise
             raise PoolExhausted(
                 f"all {self.config.max_connections} connections to {redact(self.path)!r} are "
                 f"in use (waited {self.config.pool_wait_ms} ms); retry later") from exc
