@@ -227,7 +227,7 @@ def check_writable(path: str) -> None:
                 f"its directory {folder!r} {_why_not(folder)}")
 
 
-_FS_IOC_GETFLAGS = 0x80086601  # linux/fs.h, as a 64-bit build defines it
+_FS_IOC_GETFLAGS = 0x80086601  # linux/fs.h (64-bit); the kernel reads and writes an int
 _FS_IMMUTABLE_FL = 0x10
 
 
@@ -240,10 +240,10 @@ def _why_not(path: str) -> str:
         with contextlib.suppress(OSError):
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             try:
-                flags = fcntl.ioctl(fd, _FS_IOC_GETFLAGS, struct.pack("l", 0))
+                flags = fcntl.ioctl(fd, _FS_IOC_GETFLAGS, struct.pack("i", 0))
             finally:
                 os.close(fd)
-            if struct.unpack("l", flags)[0] & _FS_IMMUTABLE_FL:
+            if struct.unpack("i", flags)[0] & _FS_IMMUTABLE_FL:
                 return "is marked immutable (chattr +i)"
     try:
         info = os.stat(path)
