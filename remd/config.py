@@ -469,6 +469,8 @@ def load_config(
             raise ConfigError(f"config file {str(path)!r} does not exist") from exc
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
+        except OSError as exc:  # a directory, a file this user may not read
+            raise ConfigError(f"cannot read config file {str(path)!r}: {exc.strerror}") from exc
     data = _merge(data, _env_overrides(os.environ if env is None else env))
     if overrides:
         data = _merge(data, overrides)

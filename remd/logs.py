@@ -54,8 +54,11 @@ _CHAIN: list[Processor] = [
 ]
 
 # Without a handler of its own, stdlib's last-resort handler would print remd's warnings on
-# stderr of a host that configured no logging.
-logging.getLogger("remd").addHandler(logging.NullHandler())
+# stderr of a host that configured no logging. The same for the pool of remd's PostgreSQL
+# store (psycopg_pool logs each failed reconnection on "psycopg.pool"): a host that configures
+# logging still gets those records (they propagate), and remd's own "pgstore.unreachable".
+for _quiet in ("remd", "psycopg.pool"):
+    logging.getLogger(_quiet).addHandler(logging.NullHandler())
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:

@@ -1,11 +1,12 @@
-"""Whether an engine is ready to serve: its database answers with the current schema and its
-embedding backlog is under a bound.
+"""Whether an engine is ready to serve: its database answers with the current schema, would
+accept a write, and its embedding backlog is under a bound.
 
 What ``GET /readyz`` of ``remd serve --http`` checks (the front end adds its own check: not
 draining after SIGTERM). Each check is cheap and bounded: the schema check reads the
-migrations table, and the backlog is counted through the partial index of memories without a
-vector, never past ``bound + 1`` rows, whatever the size of the file or the number of
-namespaces.
+migrations table, the write check asks the store without taking a lock (a few syscalls on a
+SQLite file, one read of the privileges on PostgreSQL), and the backlog is counted through the
+partial index of memories without a vector, never past ``bound + 1`` rows, whatever the size
+of the file or the number of namespaces.
 """
 
 from __future__ import annotations
@@ -58,6 +59,17 @@ def check_database(engine: Engine) -> Check:
                                          "pending_migrations": pending})
 
 
+def check_writable(engine: Engine) -> Check:
+    """A write would be accepted: the file is still the one opened and writable (with its
+    -wal, -shm and directory), or the PostgreSQL role may write remd's tables."""
+    try:
+        engine.store.check_writable()
+    except StoreError as exc:
+        return Check(ok=False, detail={"error": type(exc).__name__,
+                                       "message": first_line(exc)})
+    return Check(ok=True)
+
+
 def check_backlog(engine: Engine, bound: int) -> Check:
     """At most ``bound`` memories wait for a vector (always ready without an embedder: nothing
     would embed them)."""
@@ -73,10 +85,11 @@ def check_backlog(engine: Engine, bound: int) -> Check:
 
 
 def readiness(engine: Engine, backlog_bound: int) -> dict[str, Check]:
-    """Every engine-level check, by name (the database first: the backlog is not counted on a
+    """Every engine-level check, by name (the database first: the others are not asked of a
     database that does not answer)."""
     database = check_database(engine)
     checks = {"database": database}
     if database.ok:
+        checks["writable"] = check_writable(engine)
         checks["embedding_backlog"] = check_backlog(engine, backlog_bound)
     return checks

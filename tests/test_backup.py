@@ -7,6 +7,7 @@ an existing DEST, PostgreSQL."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -179,3 +180,74 @@ def test_postgresql_is_refused_with_the_pg_dump_hint(db_path: Path, tmp_path: Pa
     done = remd("--db", url, "backup", str(tmp_path / "copy.db"))
     assert done.returncode == 1 and "pg_dump" in done.stderr and "secret" not in done.stderr
     assert not (tmp_path / "copy.db").exists()
+
+
+# -- DEST is never a file of a live database, --force or not --------------------------------
+def _writing(db: Path, where: Path, at_least: int = 50) -> Writer:
+    """A writer process saving into ``db``, once it has ``at_least`` acknowledged memories."""
+    writer = Writer(db, "work", where)
+    deadline = time.monotonic() + 120
+    while len(writer.acknowledged()) < at_least:
+        assert writer.proc.poll() is None, writer.errors.read_text()
+        assert time.monotonic() < deadline, "the writer is too slow"
+        time.sleep(0.05)
+    return writer
+
+
+def _stopped(writer: Writer) -> set[str]:
+    """Kill the writer (its WAL is recovered by the next opener); what it acknowledged."""
+    writer.proc.kill()
+    writer.proc.wait(timeout=60)
+    return writer.acknowledged()
+
+
+def one_line_refusal(done: subprocess.CompletedProcess[str], said: str) -> bool:
+    return (done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
+            and said in done.stderr)
+
+
+def test_a_forced_backup_never_overwrites_the_live_databases_own_files(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    Memory(db, embedder=None).close()
+    writer = _writing(db, tmp_path)
+    try:
+        link = tmp_path / "harmless-looking.db"
+        link.symlink_to(f"{db}-wal")
+        hard = tmp_path / "hard-link.db"
+        os.link(f"{db}-wal", hard)
+        for dest, said in [(f"{db}-wal", "agent.db-wal"), (link, "agent.db-wal"),
+                           (hard, "agent.db-wal"), (f"{db}-shm", "agent.db-shm"),
+                           (f"{db}-journal", "agent.db-journal"), (db, "the database itself")]:
+            done = remd("--db", str(db), "backup", "--force", str(dest))
+            assert one_line_refusal(done, said), (dest, done.stderr)
+            with pytest.raises(BackupError, match=said):
+                backup_file(db, dest, force=True)
+        assert writer.proc.poll() is None, writer.errors.read_text()
+    finally:
+        acked = _stopped(writer)
+    assert not Path(f"{db}-journal").exists() and hard.stat().st_ino == link.stat().st_ino
+    hard.unlink()
+    assert len(acked) >= 50 and acked <= saved_ids(db)
+    assert writer.errors.read_text() == ""
+
+
+def test_a_forced_backup_never_overwrites_a_database_in_use(tmp_path: Path) -> None:
+    source, live = tmp_path / "agent.db", tmp_path / "other.db"
+    with Memory(source, embedder=None) as m:
+        m.save("the memory of the source")
+    Memory(live, embedder=None).close()
+    writer = _writing(live, tmp_path)
+    try:
+        done = remd("--db", str(source), "backup", "--force", str(live))
+        assert one_line_refusal(done, "in use"), done.stderr
+        assert f"pid {writer.proc.pid}" in done.stderr
+        for side in ("-wal", "-shm", "-journal"):  # another database's files, in use or not
+            done = remd("--db", str(source), "backup", "--force", f"{live}{side}")
+            assert one_line_refusal(done, f"other.db{side}"), done.stderr
+    finally:
+        acked = _stopped(writer)
+    assert len(acked) >= 50 and acked <= saved_ids(live)
+    Memory(live, embedder=None).close()  # its WAL copied back, and no process has it open
+    done = remd("--db", str(source), "backup", "--force", str(live))
+    assert done.returncode == 0, done.stderr  # an old copy: --force replaces it
+    assert saved_ids(live) == saved_ids(source)

@@ -3,8 +3,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from click.testing import CliRunner
 
 from remd.cli.main import main
 from tests.llm_server import refused_base_url
+from tests.test_contract_cli3 import as_user
 
 pytestmark = pytest.mark.backends
 
@@ -170,3 +173,47 @@ def test_a_read_command_on_a_missing_database_creates_nothing(db_path: Path) -> 
         assert not db_path.exists()
     assert CliRunner().invoke(main, ["--db", db, "save", "now it exists"]).exit_code == 0
     assert CliRunner().invoke(main, ["--db", db, "recent"]).exit_code == 0
+
+
+# -- a path the command cannot use is a runtime error: exit 1, one line, no usage banner -------
+def one_line(code: int, out: str, err: str) -> bool:
+    return (code == 1 and out == "" and err.startswith("Error: ") and err.count("\n") == 1
+            and "Usage:" not in err)
+
+
+@pytest.mark.sqlite_only("paths of files")
+def test_a_directory_where_a_file_belongs_exits_1(db_path: Path, tmp_path: Path) -> None:
+    run(db_path, "save", "a memory to back up")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    for args, said in [(["backup", str(folder)], "is a directory"),
+                       (["backup", "--check", str(folder)], "no backup at"),
+                       (["--config", str(folder), "recent"], "cannot read config file")]:
+        code, out, err = run(db_path, *args)
+        assert one_line(code, out, err) and said in err, (args, err)
+    result = CliRunner().invoke(main, ["--db", str(folder), "recent"])
+    assert one_line(result.exit_code, result.stdout, result.stderr)
+    assert "is a directory" in result.stderr
+    assert list(folder.iterdir()) == []
+
+
+def test_a_database_this_user_cannot_read_exits_1(tmp_path: Path) -> None:
+    """A file the user may not read: mode 0 when the tests run as a user; as root (who reads
+    any file) a file of root's with mode 0600, read by user nobody (a forked child: the
+    interpreter lives where nobody may not go)."""
+    where = Path(tempfile.mkdtemp(prefix="remd-unreadable-"))
+    try:
+        where.chmod(0o755)
+        db = where / "agent.db"
+        assert run(db, "save", "a private memory")[0] == 0
+        assert run(db, "recent")[0] == 0  # the commands' imports done, as root
+        if os.geteuid() == 0:
+            db.chmod(0o600)
+            code, out, err = as_user("nobody", lambda: list(run(db, "recent")))
+        else:
+            db.chmod(0)
+            code, out, err = run(db, "recent")
+        assert one_line(code, out, err), err
+        assert "cannot read database" in err and str(db) in err
+    finally:
+        shutil.rmtree(where)

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import apsw
 import httpx
+import psycopg
 import pytest
 from click.testing import CliRunner
 from pydantic import SecretStr
@@ -26,6 +31,7 @@ from remd.http.requestlog import RequestLog
 from remd.logs import capture_events
 from remd.text.tokens import TokenCounter
 from tests.helpers import hogged
+from tests.pg_server import SuiteServer
 from tests.test_daemon import Served
 
 pytestmark = pytest.mark.backends
@@ -364,3 +370,124 @@ def test_each_request_is_a_debug_event_and_a_server_error_a_warning(db_path: Pat
     lines = [(e["log_level"], e["path"], e["status"]) for e in logs
              if e["event"] == "http.request"]
     assert lines == [("debug", "/v1/memories", 201), ("warning", "/v1/stats", 500)]
+
+
+# -- the database file deleted or replaced under `remd serve --http` -------------------------
+@pytest.mark.sqlite_only("the file at the path")
+@pytest.mark.parametrize("fate", ["deleted", "replaced"])
+def test_a_file_deleted_or_replaced_under_the_server_acknowledges_nothing(
+        db_path: Path, tmp_path: Path, fate: str) -> None:
+    """The file (with its -wal and -shm) deleted, or another remd file renamed over it, while
+    `remd serve --http` runs: every save after it is refused (503, the StoreError naming the
+    path), /readyz says why, and nothing acknowledged is missing from the file at the path."""
+    other = tmp_path / "other.db"
+    with Memory(other, embedder=None) as o:
+        o.save("the memory of the file renamed over the path")
+    Memory(db_path, embedder=None).close()
+    served = Served(db_path, "--http", "127.0.0.1:0", "--interval", "3600",
+                    env={"REMD_EMBED__PROVIDER": "none"})
+    port = served.wait_for("http.listening")["port"]
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as api:
+        r = api.post("/v1/memories", json={"content": "saved before the file went"})
+        assert r.status_code == 201 and api.get("/readyz").status_code == 200
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink()
+        if fate == "replaced":
+            os.replace(other, db_path)
+        for n in range(3):
+            r = api.post("/v1/memories", json={"content": f"save number {n} after"})
+            assert r.status_code == 503, r.text
+            error = r.json()["error"]
+            assert error["type"] == "StoreError"
+            assert str(db_path) in error["message"] and fate in error["message"]
+        ready = api.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["checks"]["database"]["error"] == "StoreError"
+        assert fate in ready.json()["checks"]["database"]["message"]
+    assert served.stop(signal.SIGTERM) == 0
+    if fate == "deleted":
+        assert not db_path.exists()  # no empty file made in its place
+    else:
+        with Memory(db_path, embedder=None) as m:
+            assert {n.content for n in m.recent()} == {
+                "the memory of the file renamed over the path"}
+
+
+# -- /readyz: a database the server cannot write is not ready --------------------------------
+@contextlib.contextmanager
+def unwritable(db: Path, how: str) -> Iterator[Path]:
+    """``db`` (a remd file with one memory) as the server will see it: marked immutable, or
+    through a read-only bind mount of its directory (needs root; skipped where refused)."""
+    with Memory(db, embedder=None) as m:
+        m.save("saved while the file could be written")
+    if how == "immutable":
+        if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode:
+            pytest.skip("chattr +i refused here")
+        try:
+            yield db
+        finally:
+            subprocess.run(["chattr", "-i", str(db)], check=True)
+        return
+    mount = db.parent.parent / "read-only-mount"
+    mount.mkdir()
+    for args in (["--bind", str(db.parent)], ["-o", "remount,bind,ro"]):
+        if subprocess.run(["mount", *args, str(mount)], capture_output=True).returncode:
+            subprocess.run(["umount", str(mount)], capture_output=True)
+            pytest.skip("a read-only bind mount needs root and CAP_SYS_ADMIN")
+    try:
+        yield mount / db.name
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.mark.sqlite_only("file modes and mounts")
+@pytest.mark.parametrize(("how", "why"), [("immutable", "immutable"),
+                                          ("read-only mount", "mounted read-only")])
+def test_readyz_is_unready_when_the_file_cannot_be_written(
+        db_path: Path, how: str, why: str) -> None:
+    with unwritable(db_path, how) as db:
+        server, host = serve(db)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+                refused = api.post("/v1/memories", json={"content": "cannot be written"})
+                assert refused.status_code == 503
+                assert refused.json()["error"]["type"] == "ReadOnlyStore"
+                ready = api.get("/readyz")
+                assert ready.status_code == 503 and ready.json()["status"] == "unready"
+                writable = ready.json()["checks"]["writable"]
+                assert writable["ok"] is False and writable["error"] == "ReadOnlyStore"
+                assert str(db) in writable["message"] and why in writable["message"]
+                assert ready.json()["checks"]["database"]["ok"] is True  # reads still work
+                assert api.get("/v1/stats").status_code == 200
+        finally:
+            server.stop()
+            host.close()
+
+
+def test_readyz_is_unready_for_a_role_that_may_not_write(pg_server: SuiteServer) -> None:
+    """PostgreSQL: a role that may read remd's tables but not write them."""
+    url = pg_server.fresh_url()
+    Memory(url, embedder=None).close()
+    schema = unquote(url).rsplit("search_path=", 1)[1]
+    reader = f"remd_reader_{os.getpid()}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"DROP ROLE IF EXISTS {reader}")
+        admin.execute(f"CREATE ROLE {reader} LOGIN")
+        admin.execute(f"GRANT USAGE ON SCHEMA {schema} TO {reader}")
+        admin.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {reader}")
+    try:
+        server, host = serve(url.replace("postgresql://remd@", f"postgresql://{reader}@"))
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+                assert api.post("/v1/memories", json={"content": "x y"}).status_code == 503
+                ready = api.get("/readyz")
+                assert ready.status_code == 503
+                writable = ready.json()["checks"]["writable"]
+                assert writable["error"] == "ReadOnlyStore" and "table" in writable["message"]
+        finally:
+            server.stop()
+            host.close()
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f"DROP OWNED BY {reader}")
+            admin.execute(f"DROP ROLE {reader}")

@@ -5,11 +5,17 @@ Run in a fresh interpreter: the test process itself has configured logging and s
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
+from benchmarks.pg_local import PgServer, bindir
 from tests.llm_server import refused_base_url
 
 SCRIPT = """
@@ -51,3 +57,55 @@ def test_the_library_prints_nothing_and_writes_nothing_outside_its_directory(
     assert list(home.iterdir()) == [] and list(cache.iterdir()) == []
     assert {p.name for p in work.iterdir()} <= {
         f"{db}{suffix}" for db in ("agent.db", "down.db") for suffix in ("", "-wal", "-shm")}
+
+
+PG_DOWN = """
+import json, logging, subprocess, sys
+if sys.argv[3] == "configured":  # the host's choice: warnings on stderr
+    logging.basicConfig(level=logging.WARNING)
+from remd import Memory, StoreError
+
+url, stop = sys.argv[1], json.loads(sys.argv[2])
+with Memory(url, embedder=None) as mem:
+    mem.save("saved while the server was up")
+    mem.inject("server", 100)  # connections in the pool
+    subprocess.run(stop, check=True, capture_output=True)
+    for _ in range(2):
+        try:
+            mem.save("saved while the server is down")
+        except StoreError:
+            pass
+        else:
+            sys.exit("a save succeeded with the server down")
+"""
+
+
+@pytest.mark.skipif(bindir() is None, reason="no PostgreSQL server programs")
+@pytest.mark.parametrize("host", ["quiet", "configured"])
+def test_the_postgresql_pool_is_quiet_unless_the_host_configures_logging(
+        host: str) -> None:
+    """With the server stopped under an open store, psycopg_pool's reconnection attempts go to
+    its logger ("psycopg.pool"), which stdlib's last-resort handler would print on stderr of a
+    host that configured nothing; remd says it could not connect through its own logger."""
+    root = Path(tempfile.mkdtemp(prefix="remd-pgquiet-"))  # the postgres user must enter it
+    server = PgServer(root, bindir())  # type: ignore[arg-type]
+    try:
+        stop = [str(server.bin / "pg_ctl"), "-D", str(server.root / "data"), "-m", "fast",
+                "-w", "stop"]
+        if os.geteuid() == 0:
+            stop = ["runuser", "-u", "postgres", "--", *stop]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("REMD_")}
+        env["REMD_STORE__POOL_WAIT_MS"] = "1500"
+        result = subprocess.run(
+            [sys.executable, "-c", PG_DOWN, server.url(), json.dumps(stop), host],
+            capture_output=True, text=True, env=env, timeout=300)
+    finally:
+        if server.running():  # the script stopped it, unless it failed first
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    assert (result.returncode, result.stdout) == (0, ""), result.stderr
+    if host == "quiet":
+        assert result.stderr == ""
+    else:
+        assert "error connecting in 'remd'" in result.stderr  # psycopg.pool's own
+        assert "pgstore.unreachable" in result.stderr  # remd's event

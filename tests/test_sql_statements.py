@@ -39,6 +39,8 @@ PG_ONLY: dict[str, str] = {
     r"= ANY\(\?\)": "an array parameter: PostgreSQL's exact vector scan (remd.index.vectors)",
     r"\b(pg_advisory_xact_lock|to_regclass|pg_tables)\b":
         "the PostgreSQL store's write lock and migrations (remd.store.postgres)",
+    r"\bhas_table_privilege\(": "may this role write: the PostgreSQL store's readiness "
+                                 "(remd.store.postgres)",
     r"^SELECT name FROM remd_migrations ORDER BY seq$":
         "the PostgreSQL store's migration record (remd.store.postgres)",
     r"^SELECT 1 FROM (tag|node)_log WHERE namespace = \?":

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sqlite3
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,10 +19,12 @@ import pytest
 
 from remd import Memory, SchemaVersionError, StoreError
 from remd.config import StoreConfig
-from remd.errors import DatabaseLocked
+from remd.errors import DatabaseLocked, ReadOnlyStore
 from remd.store.backends import open_store
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, schema_sql
 from remd.store.sqlite import Store, connect
+from remd.store.walfiles import check_writable
+from tests.test_contract_cli3 import as_user
 
 pytestmark = pytest.mark.backends
 
@@ -387,3 +392,116 @@ def test_commits_no_longer_checkpoint_themselves(db_path: Path, pages: int) -> N
         assert wal_pages > 2000
     assert store.scalar("SELECT count(*) FROM remd_meta WHERE key LIKE 'k%'") == 2500
     store.close()
+
+
+# -- a file deleted or replaced under an open store ----------------------------------------
+def _remove(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+@pytest.mark.sqlite_only("the file at the path")
+def test_a_deleted_file_refuses_every_write_and_read_naming_it(db_path: Path) -> None:
+    """Writes would go to the unlinked file and be lost at close: each is refused, rolled
+    back, with the path in the message; reads fail the same way (the choice: a read would
+    answer from a file nobody can open again), and no new empty file appears."""
+    named = f"{re.escape(str(db_path))}.*deleted"
+    with Memory(db_path, embedder=None) as m:
+        m.save("saved while the file was there")
+        _remove(db_path)
+        for n in range(3):
+            with pytest.raises(StoreError, match=named) as refused:
+                m.save(f"save number {n} after the file was deleted")
+            assert type(refused.value) is StoreError
+        with pytest.raises(StoreError, match=named):
+            m.recent()
+        with pytest.raises(StoreError, match="deleted"), m.store.transaction() as conn:
+            conn.execute("INSERT INTO remd_meta (key, value) VALUES ('k', 'v')")
+    assert not [p.name for p in db_path.parent.glob(db_path.name + "*")]
+
+
+@pytest.mark.sqlite_only("the file at the path")
+def test_a_replaced_file_refuses_writes_and_the_new_file_keeps_only_its_own(
+        db_path: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    with Memory(other, embedder=None) as o:
+        kept = o.save("the memory of the file renamed over the path").id
+    with Memory(db_path, embedder=None) as m:
+        m.save("the memory of the file that was replaced")
+        os.replace(other, db_path)
+        with pytest.raises(StoreError, match=f"{re.escape(str(db_path))}.*replaced"):
+            m.save("a save after the file was replaced")
+        with pytest.raises(StoreError, match="replaced"):
+            m.recent()
+    with Memory(db_path, embedder=None) as again:  # the file now at the path, untouched
+        assert [n.id for n in again.recent()] == [kept]
+
+
+@pytest.mark.sqlite_only("the file at the path")
+def test_a_file_moved_away_keeps_every_acknowledged_memory(db_path: Path,
+                                                           tmp_path: Path) -> None:
+    """Moved away while open (the -wal left at the old path): saves after it are refused, and
+    at close the store copies its WAL into the moved file, which SQLite's close would not."""
+    moved = tmp_path / "moved.db"
+    with Memory(db_path, embedder=None) as m:
+        acked = [m.save(f"memory number {n} saved before the move").id for n in range(5)]
+        os.rename(db_path, moved)
+        with pytest.raises(StoreError, match="moved away"):
+            m.save("a save after the move")
+    assert os.path.getsize(f"{db_path}-wal") == 0  # copied into the moved file
+    _remove(db_path)  # the -wal and -shm left at the old path
+    with Memory(moved, embedder=None) as m:
+        assert sorted(n.id for n in m.recent(10)) == sorted(acked)
+
+
+# -- would a write be accepted (what /readyz asks) -------------------------------------------
+def _chattr(flag: str, *paths: Path) -> None:
+    if subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True).returncode:
+        pytest.skip("chattr refused here")
+
+
+@pytest.mark.sqlite_only("file attributes")
+def test_check_writable_names_the_file_that_blocks_a_write(db_path: Path) -> None:
+    store = Store(db_path, StoreConfig())
+    store.check_writable()  # a new file: writable
+    store.close()  # the -wal and -shm are kept
+    shm = Path(f"{db_path}-shm")
+    _chattr("+i", shm)
+    try:
+        with pytest.raises(ReadOnlyStore, match="agent.db-shm is marked immutable"):
+            store.check_writable()
+    finally:
+        _chattr("-i", shm)
+    for side in ("-wal", "-shm"):  # no process has it open: SQLite would make them anew ...
+        Path(f"{db_path}{side}").unlink()
+    _chattr("+i", db_path.parent)  # ... in a directory that cannot take them
+    try:
+        with pytest.raises(ReadOnlyStore, match="agent.db-wal is missing and its directory"):
+            check_writable(str(db_path))
+    finally:
+        _chattr("-i", db_path.parent)
+    check_writable(str(db_path))
+
+
+def test_check_writable_names_a_file_this_user_may_not_write(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to run the check as another user")
+    where = Path(tempfile.mkdtemp(prefix="remd-writable-"))
+    try:
+        where.chmod(0o755)
+        db = where / "agent.db"
+        Store(db, StoreConfig()).close()
+        for path in where.iterdir():
+            path.chmod(0o644)
+
+        def check() -> str:
+            try:
+                check_writable(str(db))
+            except ReadOnlyStore as exc:
+                return str(exc)
+            return "writable"
+
+        said = as_user("nobody", check)
+        assert "cannot be written by this user (mode 0644, owned by user root)" in said
+    finally:
+        shutil.rmtree(where)

@@ -11,7 +11,7 @@ from remd.store.postgres import shown
 
 
 @click.command()
-@click.argument("dest", type=click.Path(dir_okay=False))
+@click.argument("dest", type=click.Path(readable=False))  # a directory: exit 1, one line
 @click.option("--check", "check", is_flag=True,
               help="Verify the copy DEST (integrity, remd schema, memories) instead of making one.")
 @click.option("--force", is_flag=True, help="Replace DEST if it exists.")

@@ -65,6 +65,11 @@ class RemdGroup(click.Group):
             raise click.exceptions.Exit(SIGPIPE_EXIT) from exc
 
 
+# A path, unchecked: that a file is missing, unreadable or a directory is the command's runtime
+# error (exit 1, one line), not a usage error.
+_PATH = click.Path(readable=False)
+
+
 def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A path option given as '' is a usage error (it would silently mean the default)."""
     if value is not None and not value.strip():
@@ -98,12 +103,12 @@ class _Stderr:
 
 
 @click.group(cls=RemdGroup)
-@click.option("--db", "db", type=click.Path(dir_okay=False), default=None, callback=_not_empty,
+@click.option("--db", "db", type=_PATH, default=None, callback=_not_empty,
               metavar="FILE|URL",
               help="SQLite file, or a postgresql:// URL (default: $REMD_DB, else ./remd.db).")
 @click.option("--namespace", "namespace", default="default", show_default=True,
               envvar="REMD_NAMESPACE", help="Namespace every command works in.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--config", "config_path", type=_PATH, default=None,
               envvar="REMD_CONFIG", callback=_not_empty, help="TOML config file.")
 @click.version_option(package_name="remd")
 @click.pass_context
@@ -332,7 +337,7 @@ main.add_command(rollback)
 
 # -- long-running front ends (remd.service.daemon, remd.mcp.server) --------------------------------
 @main.command()
-@click.option("--config", "serve_config", type=click.Path(dir_okay=False), default=None,
+@click.option("--config", "serve_config", type=_PATH, default=None,
               callback=_not_empty,
               help="TOML config file (overrides the group's --config / $REMD_CONFIG).")
 @click.option("--interval", type=click.FloatRange(min=0, max=MAX_INTERVAL, min_open=True),

@@ -7,8 +7,9 @@
   needs the token (a liveness probe that fails on a locked file would restart a process
   that is merely busy).
 - ``/readyz``: like ``/healthz``, no token. 200 when the database answers with the current
-  schema, the embedding backlog is at most ``daemon.ready_max_backlog`` and the server is not
-  draining; otherwise 503, with every check's result in the body either way.
+  schema, a save would be written (remd.readiness.check_writable), the embedding backlog is
+  at most ``daemon.ready_max_backlog`` and the server is not draining; otherwise 503, with
+  every check's result in the body either way.
 
 Draining: on SIGTERM the daemon calls :meth:`Probes.drain` before the HTTP server stops, so
 ``/readyz`` answers 503 for the drain window (``daemon.drain_seconds``) while requests go on

@@ -19,7 +19,11 @@ step with a short pause between steps, run inside ONE read transaction on the so
 The copy is written to a temporary file beside DEST, switched to rollback-journal mode (one
 self-contained file: it reads without -wal and -shm, on a read-only mount too; remd puts it
 back in WAL mode when it opens it), flushed to disk and then renamed into place, so DEST is
-either absent or a whole copy. An existing DEST is refused unless ``force``.
+either absent or a whole copy. An existing DEST is refused unless ``force``; and, ``force`` or
+not, a DEST that is (or resolves to, by symbolic or hard link) the source or its -wal, -shm or
+-journal, the -wal, -shm or -journal of any other SQLite database, or a SQLite database some
+process has open (a lock on it or its -shm) is refused: replacing it would lose what was
+written to that database.
 
 PostgreSQL is not copied here: the server makes its own consistent dump (``pg_dump``, see
 docs/deployment.md), so a backup from or to a URL raises BackupUnsupported.
@@ -45,12 +49,14 @@ from remd.store.postgres import is_url, shown
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION
 from remd.store.sqlite import connect, int_scalar
 from remd.store.sqlitedialect import SqliteConnection
+from remd.store.walfiles import holders, is_sqlite
 
 log = get_logger("remd.store.backup")
 
 PAGES_PER_STEP = 1024  # 4 MiB of 4 KiB pages per step of the copy
 PAUSE_SECONDS = 0.002  # between steps: the writers' I/O goes first
 
+_SIDES = ("-wal", "-shm", "-journal")  # the files SQLite keeps beside a database
 _PG_HOW = "back up a PostgreSQL database with pg_dump (docs/deployment.md, Backup)"
 
 
@@ -196,12 +202,11 @@ def _check_dest(source: str, target: Path, force: bool) -> None:
     if not target.parent.is_dir():
         raise BackupError(f"cannot write backup {str(target)!r}: no directory "
                           f"{str(target.parent)!r}")
+    _refuse_live(source, str(target))
     if not target.exists():
         return
     if target.is_dir():
         raise BackupError(f"backup destination {str(target)!r} is a directory")
-    if os.path.samefile(source, target):
-        raise BackupError(f"backup destination {str(target)!r} is the database itself")
     if not force:
         raise _exists(target)
     wal = Path(f"{target}-wal")
@@ -209,6 +214,35 @@ def _check_dest(source: str, target: Path, force: bool) -> None:
         # Its frames would be read as part of the new file: refuse rather than corrupt it.
         raise BackupError(f"{wal.name} beside {str(target)!r} is not empty: a process has it "
                           f"open (or crashed); stop it, or back up elsewhere")
+
+
+def _refuse_live(source: str, dest: str) -> None:
+    """Refuse, ``force`` or not, a DEST whose loss loses what a database holds: the source or
+    one of its files (by path, after symbolic links, or by inode: a hard link), a file SQLite
+    keeps beside any other database, or a SQLite database some process has open."""
+    real = os.path.realpath(dest)
+    family = {os.path.realpath(base + side): side for side in ("", *_SIDES)
+              for base in (source, os.path.realpath(source))}
+    side = family.get(real)
+    if side is None and os.path.exists(real):
+        side = next((s for p, s in family.items() if os.path.exists(p)
+                     and os.path.samefile(p, real)), None)
+    if side == "":
+        raise BackupError(f"backup destination {dest!r} is the database itself")
+    if side is not None:
+        raise BackupError(f"backup destination {dest!r} is {os.path.basename(source)}{side}, "
+                          f"a file of the database being copied; back up elsewhere")
+    for other in _SIDES:
+        if real.endswith(other) and is_sqlite(real.removesuffix(other)):
+            raise BackupError(f"backup destination {dest!r} is {os.path.basename(real)}, a file "
+                              f"of the SQLite database {real.removesuffix(other)!r}; back up "
+                              f"elsewhere")
+    if os.path.isfile(real) and is_sqlite(real):
+        pids = holders(real)  # None: no lock table to ask, and a -shm says it may be open
+        if pids or (pids is None and os.path.exists(real + "-shm")):
+            who = f"pid {pids[0]} has it open" if pids else "it has a -shm"
+            raise BackupError(f"backup destination {dest!r} is a SQLite database in use ({who}):"
+                              f" stop what uses it, or back up elsewhere")
 
 
 def _schema_version(conn: SqliteConnection, path: str) -> int:

@@ -34,7 +34,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
-from remd.errors import ConnectionLost, PoolExhausted, StoreError
+from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError, first_line
 from remd.logs import get_logger
 from remd.store import pglocks, pgsearch
 from remd.store import sqlite as store
@@ -51,6 +51,14 @@ URL_PREFIXES = ("postgresql://", "postgres://")
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
                                  "0003_namespace_keys", "0004_statement_triggers",
                                  "0006_node_keys")
+
+# Is a write refused here: the transaction's read-only setting (a hot standby, or the role's
+# default_transaction_read_only), and the first of remd's tables this role may not write.
+_WRITABLE = (
+    "SELECT current_setting('transaction_read_only'), min(c.relname) FILTER (WHERE NOT ("
+    "has_table_privilege(c.oid, 'INSERT') AND has_table_privilege(c.oid, 'UPDATE') AND "
+    "has_table_privilege(c.oid, 'DELETE'))) FROM pg_class c JOIN pg_namespace n "
+    "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'")
 
 
 def _begin(names: pglocks.Scope) -> tuple[str, str]:
@@ -169,7 +177,12 @@ class PgStore(Leases[PgConnection]):
             return self._pool.getconn()
         except psycopg_pool.PoolTimeout as exc:
             if self._pool.get_stats()["pool_size"] < self.config.max_connections:
-                reach(self.path, self.config)  # the pool could not grow: say why, if it can't
+                try:  # the pool could not grow: say why, if it can't
+                    reach(self.path, self.config)
+                except StoreError as down:
+                    log.warning("pgstore.unreachable", database=redact(self.path),
+                                error=first_line(down))
+                    raise
             raise PoolExhausted(
                 f"all {self.config.max_connections} connections to {redact(self.path)!r} are "
                 f"in use (waited {self.config.pool_wait_ms} ms); retry later") from exc
@@ -296,6 +309,19 @@ class PgStore(Leases[PgConnection]):
         stats = self._pool.get_stats()
         queued, errors = stats.get("requests_queued", 0), stats.get("requests_errors", 0)
         return max(queued - errors, 0), errors
+
+    def check_writable(self) -> None:
+        """Raise ReadOnlyStore when a write would be refused: transactions are read-only
+        here, or this role may not insert into, update or delete from one of remd's tables.
+        One read; StoreError when the database does not answer."""
+        read_only, table = self.one(_WRITABLE) or ("off", None)
+        where = redact(self.path)
+        if read_only == "on":
+            raise ReadOnlyStore(f"database {where!r} is read-only: transactions are read-only "
+                                f"here (a standby, or default_transaction_read_only)")
+        if table is not None:
+            raise ReadOnlyStore(f"database {where!r} is read-only for this user: no INSERT, "
+                                f"UPDATE or DELETE on table {table!r}")
 
     def migrate(self) -> None:
         """Apply the migrations the database lacks; refuse a newer one (SchemaVersionError)

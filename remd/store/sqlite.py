@@ -37,7 +37,7 @@ from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
 from remd.store.seam import Connection
 from remd.store.shared import Leases, refuse_unknown
 from remd.store.sqlitedialect import SqliteConnection
-from remd.store.walfiles import check_reader, keep, why_read_only
+from remd.store.walfiles import Identity, check_reader, check_writable, keep, why_read_only
 
 log = get_logger("remd.store")
 
@@ -179,6 +179,9 @@ class Store(Leases[SqliteConnection]):
     ``store.max_connections`` connections exist; a thread that finds them all leased waits up
     to ``store.pool_wait_ms`` and then gets :class:`~remd.errors.PoolExhausted` (busy: retry).
     Connections are opened on demand and kept for the next lease.
+
+    The file stays the one first opened (:class:`~remd.store.walfiles.Identity`): once its
+    path holds another file or none, leases and commits raise StoreError naming the path.
     """
 
     def __init__(self, path: str | Path, config: StoreConfig, *, create: bool = True) -> None:
@@ -186,6 +189,7 @@ class Store(Leases[SqliteConnection]):
         self.config = config
         self.create = create
         self.checkpointer: Checkpointer | None = None
+        self.identity: Identity | None = None  # the file, once the first connection opens it
         if config.checkpoint_pages > 0 and self.path != ":memory:":
             self.checkpointer = Checkpointer(self.path, config)
         # ":memory:" is one database per connection: the pool keeps it to one.
@@ -209,6 +213,8 @@ class Store(Leases[SqliteConnection]):
     def _open(self) -> SqliteConnection:
         conn = connect(self.path, self.config, create=self.create)
         self.opened += 1
+        if self.identity is None and self.path != ":memory:":
+            self.identity = Identity.of(self.path)
         if self.checkpointer is not None:
             conn.set_wal_hook(self.checkpointer.hook)
         return conn
@@ -223,6 +229,7 @@ class Store(Leases[SqliteConnection]):
             return
         if self._closed:
             raise StoreError(f"database {self.path!r} is closed")
+        self.check_file()  # never a read of a file gone, nor a new empty one in its place
         if not self._slots.acquire(blocking=False):
             waited = self._slots.acquire(timeout=self.config.pool_wait_ms / 1000)
             with self._waits_lock:
@@ -256,6 +263,17 @@ class Store(Leases[SqliteConnection]):
                     conn.close()
             self._slots.release()
 
+    def check_file(self) -> None:
+        """Raise StoreError when the path no longer holds the file opened (one ``stat``)."""
+        if self.identity is not None:
+            self.identity.check()
+
+    def check_writable(self) -> None:
+        """Raise StoreError (ReadOnlyStore) naming why a write would be refused now, without
+        taking a lock (remd/store/walfiles.py)."""
+        self.check_file()
+        check_writable(self.path)
+
     def pool_waits(self) -> tuple[int, int]:
         """(leases that waited for a connection and got one, leases that gave up) so far."""
         with self._waits_lock:
@@ -281,6 +299,7 @@ class Store(Leases[SqliteConnection]):
             self._begin(conn)
             local.depth = 1
             try:
+                self.check_file()  # the file may have gone while this thread waited
                 yield conn
             except BaseException as exc:
                 _rollback(conn)
@@ -293,10 +312,16 @@ class Store(Leases[SqliteConnection]):
                 try:
                     if self._logs:
                         _prune_logs(conn, self._logs)
+                    self.check_file()  # nothing committed into a file gone from its path
                     conn.execute("COMMIT")
                 except apsw.Error as exc:
                     _rollback(conn)
                     raise _wrap(exc, self.path) from exc
+                except StoreError:
+                    _rollback(conn)
+                    raise
+                # Gone between the check and the COMMIT: not acknowledged either.
+                self.check_file()
             finally:
                 local.depth = 0
 
@@ -436,6 +461,8 @@ class Store(Leases[SqliteConnection]):
         with self._idle_lock:
             self._closed = True
             idle, self._idle = self._idle, []
+        if idle and self.identity is not None:
+            self.identity.settle(idle[0])
         for conn in idle:
             with contextlib.suppress(apsw.Error):
                 conn.close()
