@@ -49,7 +49,8 @@ log = get_logger("remd.pgstore")
 
 URL_PREFIXES = ("postgresql://", "postgres://")
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
-                                 "0003_namespace_keys", "0004_statement_triggers")
+                                 "0003_namespace_keys", "0004_statement_triggers",
+                                 "0005_exact_values")
 
 
 def _begin(names: pglocks.Scope) -> tuple[str, str]:

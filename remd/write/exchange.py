@@ -1,6 +1,7 @@
 """JSON-lines export and import of a namespace.
 
-One memory per line (the fields of :data:`FIELDS`), then its typed edges as
+One memory per line (the fields of :data:`FIELDS`, and ``"exact": true`` on a value kept exact:
+a LangGraph store item, :class:`remd.models.Judged`), then its typed edges as
 ``{"edge": {...}}`` lines. Times are ISO 8601 in UTC. On import every field but ``content`` is
 optional, so an old history can be brought in with its real dates; lines without ``status`` go
 through the normal write path (tags, facts, links) in order of ``created_at``, lines with a
@@ -22,7 +23,7 @@ from remd.checks import check_field, check_source, check_storable, check_text
 from remd.config import Config
 from remd.errors import InvalidInput, quote
 from remd.ids import derived_id, new_id
-from remd.models import EdgeType, Node, NodeKind, NodeStatus
+from remd.models import EdgeType, Judged, Node, NodeKind, NodeStatus
 from remd.query.nodes import NODE_COLUMNS, from_rows
 from remd.store.seam import Connection
 from remd.text.tagging import normalise_tag
@@ -34,6 +35,7 @@ from remd.write.tagtools import add_subtype
 FIELDS = ("id", "namespace", "content", "tags", "kind", "status", "created_at", "last_access",
           "access_count", "confidence", "importance", "source", "valid_from", "valid_until",
           "deprecated_by", "fact_key", "fact_value")
+EXACT = "exact"  # on the export line of a value kept exact only (Judged.EXACT)
 if TYPE_CHECKING:
     from remd.engine import Engine
 
@@ -92,13 +94,16 @@ def export_lines(engine: Engine, namespace: str) -> Iterator[str]:
     last = 0
     while True:
         rows = engine.store.query(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND rid > ? "
+            f"SELECT {NODE_COLUMNS}, judged FROM nodes WHERE namespace = ? AND rid > ? "
             "ORDER BY rid LIMIT 1000", (namespace, last))
         if not rows:
             break
         last = rows[-1][0]
-        for node in from_rows(engine.store, rows):
-            yield json.dumps(node_to_dict(node), ensure_ascii=False)
+        for row, node in zip(rows, from_rows(engine.store, rows), strict=True):
+            line = node_to_dict(node)
+            if row[-1] == Judged.EXACT:
+                line[EXACT] = True
+            yield json.dumps(line, ensure_ascii=False)
     for src, dst, type_, weight, context, created in engine.store.query(
         "SELECT src, dst, type, weight, context, created_at FROM edges "
         "WHERE namespace = ? AND live = 1 ORDER BY eid", (namespace,)):
@@ -155,9 +160,12 @@ def _member(value: object, enum: type[NodeKind] | type[NodeStatus] | type[EdgeTy
 
 
 def _draft(obj: dict[str, Any], max_chars: int, now: float) -> Draft:
-    unknown = set(obj) - set(FIELDS)
+    unknown = set(obj) - set(FIELDS) - {EXACT}
     if unknown:
         raise InvalidInput(f"unknown field(s) {quote(sorted(unknown))}")
+    exact = obj.get(EXACT, False)
+    if not isinstance(exact, bool):
+        raise InvalidInput(f"{EXACT} must be true or false, not {quote(exact)}")
     content = check_text(obj.get("content"), max_chars)
     times = {f: parse_time(obj.get(f), f, now) for f in _TIME_FIELDS}
     kind = _member(obj.get("kind"), NodeKind, "kind")
@@ -180,6 +188,7 @@ def _draft(obj: dict[str, Any], max_chars: int, now: float) -> Draft:
     return Draft(
         content=content, tags=check_tags(tags), auto_tags=tags is None,
         source=check_source(obj.get("source")), id=node_id, kind=kind, status=status,
+        exact=exact,
         created_at=times["created_at"], last_access=times["last_access"],
         access_count=int(numbers["access_count"] or 0), confidence=numbers["confidence"],
         importance=numbers["importance"], valid_from=times["valid_from"],

@@ -49,7 +49,7 @@ class NodeRow:
     deprecated_by: str | None = None
     fact_key: str | None = None
     fact_value: str | None = None
-    judged: int = 1  # 0: update detection pending (a fresh save); the column's default
+    judged: int = 1  # a remd.models.Judged: 0 pending (a fresh save), 1 (the default), 2 exact
     rem_run: str | None = None  # the REM run that wrote it (a synthesis)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from remd.config import Config
 from remd.ids import new_id
-from remd.models import EdgeType, NodeKind, NodeStatus
+from remd.models import EdgeType, Judged, NodeKind, NodeStatus
 from remd.store.seam import Connection
 from remd.text.facts import parse_facts
 from remd.text.links import parse_links
@@ -36,6 +36,9 @@ class Draft:
     id: str | None = None
     kind: NodeKind | None = None
     status: NodeStatus | None = None  # given on import: restore as-is, skip fact logic
+    # A value to keep exact (a LangGraph store item): its content is never read as a fact or
+    # a link, never judged by update detection and never folded by REM (``Judged.EXACT``).
+    exact: bool = False
     created_at: float | None = None
     last_access: float | None = None
     access_count: int = 0
@@ -46,6 +49,12 @@ class Draft:
     deprecated_by: str | None = None
     fact_key: str | None = None
     fact_value: str | None = None
+
+    @property
+    def read(self) -> bool:
+        """Whether the write path reads the content (facts, links, update detection): a new
+        statement, not one restored by an import, given a kind, or kept exact."""
+        return self.status is None and self.kind is None and not self.exact
 
 
 def _same_text(text: str) -> str:
@@ -87,7 +96,7 @@ class Writer:
         node_id = draft.id or new_id()
         kind = draft.kind
         fact_key, fact_value = draft.fact_key, draft.fact_value
-        facts = parse_facts(draft.content) if draft.status is None and kind is None else []
+        facts = parse_facts(draft.content) if draft.read else []
         if facts and fact_key is None:
             fact_key, fact_value = facts[0].key, facts[0].value
         if kind is None:
@@ -137,14 +146,15 @@ class Writer:
             importance=draft.importance if draft.importance is not None else 0.5,
             tokens=n_tokens, valid_from=valid_from, valid_until=draft.valid_until,
             deprecated_by=draft.deprecated_by, fact_key=fact_key, fact_value=fact_value,
-            judged=0 if draft.status is None and draft.kind is None else 1))
+            judged=int(Judged.EXACT if draft.exact else Judged.PENDING if draft.read
+                       else Judged.DONE)))
         self.created.append(rid)
 
         self._write_tags(rid, draft, now)
         for old_id, at in superseded:
             self.graph.supersede(old_id, at)
             self.add_edge(node_id, old_id, EdgeType.SUPERSEDES, created, context=fact_key)
-        if draft.status is None:
+        if draft.status is None and not draft.exact:
             self._write_links(node_id, draft.content, created)
         return rid, node_id
 
