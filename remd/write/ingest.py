@@ -17,6 +17,7 @@ from remd.store.seam import Connection
 from remd.text.facts import parse_facts
 from remd.text.links import parse_links
 from remd.text.tagging import extract_tags
+from remd.text.tagnames import MAX_TAGS
 from remd.text.tokens import TokenCounter
 from remd.text.updates import fact_changes
 from remd.write.graph import GraphWriter, NodeRow
@@ -160,10 +161,14 @@ class Writer:
 
     def _write_tags(self, rid: int, draft: Draft, now: float) -> None:
         weights: dict[str, float] = {name: 1.0 for name in draft.tags}
-        if draft.auto_tags:
+        # The extractor only fills the room the saver's tags leave: a memory carries at most
+        # MAX_TAGS tags, so the co-occurrence edges one save writes stay bounded.
+        room = MAX_TAGS - len(weights)
+        if draft.auto_tags and room > 0:
             cfg = self.config.tags
             for name, weight in extract_tags(draft.content, known=self._known,
-                                             max_tags=cfg.max_tags, min_tags=cfg.min_tags):
+                                             max_tags=min(cfg.max_tags, room),
+                                             min_tags=min(cfg.min_tags, room)):
                 weights.setdefault(name, weight)
         if weights:
             self.graph.tag_with(rid, weights, now, [])
@@ -183,6 +188,7 @@ class Writer:
             "ON t.namespace = nt.namespace AND t.tid = nt.tid "
             "WHERE nt.namespace = ? AND nt.rid = ?", (ns, rid)).fetchall()}
         wanted = {name: w for name, w in weights.items() if name not in keep}
+        wanted = dict(list(wanted.items())[:max(MAX_TAGS - len(keep), 0)])  # MAX_TAGS in all
         drop = [tid for name, tid in current.items() if name not in keep and name not in wanted]
         if drop:
             self.graph.untag(rid, drop, list(current.values()))
