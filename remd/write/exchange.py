@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from remd.checks import check_field, check_source, check_storable, check_text
+from remd.checks import check_field, check_source, check_storable, check_text, check_time
 from remd.config import Config
 from remd.errors import InvalidInput, quote
 from remd.ids import derived_id, new_id
@@ -49,30 +49,11 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
 
 
-_FUTURE_SLACK = 86_400.0  # clocks differ: a day ahead of ours is still believable
-
-
 def parse_time(value: object, field: str, now: float | None = None) -> float | None:
-    """ISO 8601 (a date alone is midnight UTC; no offset means UTC), or None.
-
-    A number is refused (12345 would be 1970: an export writes strings), and so is a
-    ``created_at`` more than a day after ``now`` (the year 3000 is a typo, not a memory).
-    """
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be an ISO 8601 string such as "
-                           f"\"2025-03-14T09:30:00Z\", not {type(value).__name__}")
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InvalidInput(f"{field} {quote(value)} is not ISO 8601") from exc
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    ts = dt.timestamp()
-    if field == "created_at" and now is not None and ts > now + _FUTURE_SLACK:
-        raise InvalidInput(f"{field} {quote(value)} is more than a day in the future")
-    return ts
+    """A time field of an import line: :func:`remd.checks.check_time`, the rules of a dated
+    save too (an ISO 8601 string; a date alone is midnight UTC, no offset means UTC; a
+    ``created_at`` at most a day after ``now``)."""
+    return check_time(value, field, now)
 
 
 def node_to_dict(node: Node) -> dict[str, Any]:
