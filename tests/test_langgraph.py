@@ -339,3 +339,14 @@ def test_store_items_of_an_older_database_are_kept_exact_once_migrated(db_path: 
     with Memory(db_path, to_remd_namespace(ns), clock=lambda: NOW) as m:
         assert m.run_rem(now=NOW).synthesised > 0
     _assert_items_exact(db_path, ns, "after the migration and a run")
+
+
+def test_a_link_that_says_it_replaces_a_store_item_leaves_it(store: RemdStore,
+                                                             tmp_path: Path) -> None:
+    ns = ("users", "u1")
+    store.put(ns, "home", {"text": "I live in Lisbon"})
+    with Memory(tmp_path / "lg.db", to_remd_namespace(ns), embedder=None) as m:
+        (item,) = [n for n in m.recent(5) if n.source == "lg:home"]
+        m.save(f"This replaces [[memory:{item.id}]]: I live in Porto")
+    got = store.get(ns, "home")
+    assert got is not None and got.value == {"text": "I live in Lisbon"}

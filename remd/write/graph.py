@@ -21,7 +21,7 @@ from typing import Any
 import numpy.typing as npt
 
 from remd.index.vectors import write_sentence_vectors, write_vectors
-from remd.models import EdgeType
+from remd.models import EdgeType, Judged
 from remd.store.seam import Connection
 
 NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
@@ -253,11 +253,12 @@ class GraphWriter:
         )
 
     def supersede_linked(self, node_id: str, at: float) -> None:
-        """A ``[[memory:id]] supersedes`` link replaces ``node_id`` if it is live."""
+        """A ``[[memory:id]] supersedes`` link replaces ``node_id`` if it is live and not a
+        value kept exact (a store item, which only its key's ``put`` replaces)."""
         self.conn.execute(
             "UPDATE nodes SET status = 'superseded', valid_until = ? "
-            "WHERE id = ? AND namespace = ? AND status = 'live'",
-            (at, node_id, self.ns),
+            "WHERE id = ? AND namespace = ? AND status = 'live' AND judged != ?",
+            (at, node_id, self.ns, int(Judged.EXACT)),
         )
 
     def supersede_live(self, node_id: str, at: float) -> None:
