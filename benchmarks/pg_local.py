@@ -12,7 +12,11 @@ Both may be repeated: ``start`` on a server already running there says "already 
 stderr, prints its URL and exits 0; ``stop`` on one that is not running says "not running" and
 exits 0. Exit 1: no PostgreSQL server programs, or ``pg_ctl`` failed (its last line on stderr).
 
-Durability is relaxed for speed (fsync off): for trying and testing, never for data you keep.
+Durability is relaxed for speed, for trying and testing, never for data you keep:
+``fsync=off`` and ``full_page_writes=off`` (an operating-system crash or a power cut can lose
+or corrupt the whole database) and ``synchronous_commit=off`` (a commit is acknowledged before
+its WAL is written: a crash of the server loses the last ones). ``stop`` is a fast shutdown,
+which writes every acknowledged commit first (see docs/postgresql.md).
 """
 
 from __future__ import annotations
@@ -98,8 +102,11 @@ class PgServer:
         return {str(row[0]) for row in rows}
 
     def stop(self) -> None:
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate",
-                  "stop")
+        """A fast shutdown: sessions are ended and a checkpoint writes everything committed,
+        so no acknowledged commit is lost (``-m immediate`` is a crash to PostgreSQL: with
+        ``synchronous_commit=off`` it lost the commits whose WAL was not written yet)."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", "fast",
+                  "-w", "stop")
 
     def admin_url(self) -> str:
         return f"postgresql://remd@/postgres?host={quote(str(self.root))}"

@@ -8,6 +8,7 @@ naming what was wrong. (A tag list is checked and made canonical by
 from __future__ import annotations
 
 import re
+from datetime import UTC, date, datetime
 
 from remd.errors import InvalidInput, quote
 from remd.models import MAX_SQL_INTEGER
@@ -15,6 +16,7 @@ from remd.models import MAX_SQL_INTEGER
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _SOURCE_MAX = 256
 MAX_BUDGET = MAX_SQL_INTEGER  # the packs row stores it
+FUTURE_SLACK = 86_400.0  # clocks differ: a created_at a day ahead of ours is still believable
 
 
 def check_namespace(namespace: object) -> str:
@@ -82,3 +84,41 @@ def check_budget(budget: object) -> int:
     if budget > MAX_BUDGET:  # the packs row stores it as a SQLite integer
         raise InvalidInput(f"token budget must be at most {MAX_BUDGET}, not {budget}")
     return budget
+
+
+def check_time(value: object, field: str, now: float | None = None) -> float | None:
+    """POSIX seconds of a time given for ``field`` (an import line's, a dated save's), or None
+    for None.
+
+    An ISO 8601 string, as an export writes it (a date alone is midnight UTC; no offset means
+    UTC), a timezone-aware ``datetime``, or a ``date`` (midnight UTC). Raises InvalidInput for
+    anything else: a number (12345 would be 1970: an export writes strings), a naive
+    ``datetime`` (Python's are local time by convention, so reading one as UTC would move the
+    memory by the host's offset), and a ``created_at`` more than a day after ``now`` (the year
+    3000 is a typo, not a memory).
+    """
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.utcoffset() is None:
+            raise InvalidInput(f"{field} {quote(value.isoformat())} has no time zone: give "
+                               "one (tzinfo=datetime.UTC) or an ISO 8601 string")
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day, tzinfo=UTC)
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInput(f"{field} {quote(value)} is not ISO 8601") from exc
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+    else:
+        raise InvalidInput(f"{field} must be an ISO 8601 string such as "
+                           f"\"2025-03-14T09:30:00Z\" (in Python, or a timezone-aware "
+                           f"datetime), not {type(value).__name__}")
+    ts = dt.timestamp()
+    if field == "created_at" and now is not None and ts > now + FUTURE_SLACK:
+        raise InvalidInput(f"{field} {quote(value if isinstance(value, str) else dt.isoformat())}"
+                           " is more than a day in the future")
+    return ts

@@ -10,8 +10,9 @@ Mapping, reversible:
   then each label with every character but letters, digits and ``-`` written as ``_`` and its
   UTF-8 bytes in hex (``_20`` for a space, ``_2e`` for ``.``, ``_5f`` for ``_``), joined by
   ``.``. remd namespaces are at most 64 characters, so deep or long tuples are refused.
-- A key is the memory's ``source`` (``lg:KEY``); a value is its content, as JSON (never read
-  as a fact statement: keys are independent). ``put``
+- A key is the memory's ``source`` (``lg:KEY``); a value is its content, as JSON, kept exact
+  (``Draft.exact``): never read as a fact statement (keys are independent), never superseded
+  by another memory, never folded by a REM run, so ``get`` returns what ``put`` stored. ``put``
   with a key that exists forgets the old memory and saves the new one (replace, as LangGraph
   expects); ``put(..., None)`` (delete) forgets it. Forgotten memories stay in the file.
 - ``search`` with a ``query`` ranks by remd's inject (packed to a budget, ``fill=True``);
@@ -47,7 +48,6 @@ from langgraph.store.base import (
 
 from remd.errors import InvalidInput, quote
 from remd.memory import Memory
-from remd.models import NodeKind
 from remd.query import nodes as _nodes
 
 __all__ = ["RemdStore", "from_remd_namespace", "to_remd_namespace"]
@@ -249,10 +249,11 @@ class RemdStore(BaseStore):
             except (TypeError, ValueError) as exc:
                 raise InvalidInput(f"the value of key {quote(key)} is not JSON: {exc}") from exc
             # The new value is saved before the old one is forgotten: a refused save loses
-            # nothing. A value is kept whole, never read as a fact statement: "My city is
-            # Porto" under one key must not supersede "My city is Lisbon" under another.
+            # nothing. A value is kept exact (Draft.exact): never read as a fact statement
+            # ("My city is Porto" under one key must not supersede "My city is Lisbon" under
+            # another), never superseded by a memory, never folded by a REM run.
             draft = mem.draft(content, source=_SOURCE + key)
-            draft.kind = NodeKind.EPISODIC
+            draft.exact = True
             old = [str(row[0]) for row in self._live(mem, key)]
             (kept,) = mem.write_drafts([draft], embed=mem.config.embed.embed_on_save)
         else:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from remd.checks import check_namespace, check_source, check_text
+from remd.checks import check_namespace, check_source, check_text, check_time
 from remd.config import Config
 from remd.engine import Engine, open_engine
 from remd.errors import InvalidInput
@@ -149,33 +150,43 @@ class Memory:
 
     # -- writes -------------------------------------------------------------------------
     def draft(self, text: object, tags: Sequence[str] | None = None,
-              source: object = None) -> Draft:
-        """Validate one memory's input. Raises InvalidInput."""
+              source: object = None, created_at: object = None) -> Draft:
+        """Validate one memory's input (``created_at``: see :meth:`save`). Raises
+        InvalidInput."""
         return Draft(
             content=check_text(text, self.config.store.max_content_chars),
             tags=check_tags(tags),
             source=check_source(source),
+            created_at=check_time(created_at, "created_at", self.clock()),
         )
 
     def save(self, text: str, tags: Sequence[str] | None = None,
-             source: str | None = None) -> Node:
+             source: str | None = None, *,
+             created_at: datetime | date | str | None = None) -> Node:
         """Store one memory; it is durable when this returns.
 
+        ``created_at`` dates it (importing a history, replaying days) by the rules of an
+        import line's ``created_at``: a timezone-aware ``datetime``, a ``date`` (midnight UTC)
+        or an ISO 8601 string (no offset means UTC), at most a day after the engine's clock;
+        by default it is now. A naive ``datetime`` is refused: its zone is unknown.
         The embedding is computed right after the commit (unless embed_on_save is off); if the
         embedder fails the memory stays saved and its vector waits in the backlog.
-        Raises InvalidInput for bad text/tags/source, StoreError if the file can't be written.
+        Raises InvalidInput for bad text/tags/source/created_at, StoreError if the file can't
+        be written.
         """
-        draft = self.draft(text, tags, source)
+        draft = self.draft(text, tags, source, created_at)
         (node_id,) = save_drafts(self.engine, self.namespace, [draft],
                                  embed=self.config.embed.embed_on_save)
         return self.get(node_id)
 
     def save_many(self, texts: Iterable[str], *, tags: Sequence[str] | None = None,
-                  source: str | None = None, embed: bool = True,
-                  progress: Progress | None = None) -> list[str]:
+                  source: str | None = None, created_at: datetime | date | str | None = None,
+                  embed: bool = True, progress: Progress | None = None) -> list[str]:
         """Store many memories in batched transactions; returns their ids in order.
 
-        Every text is validated before anything is written, so a bad one stores nothing.
+        ``created_at`` dates them all as :meth:`save` does (one moment: update detection
+        never reads one of them as updating another). Every text is validated before
+        anything is written, so a bad one stores nothing.
         Memories are durable batch by batch; with ``embed`` the embedding backlog is then
         processed in the embedder's batches. Raises InvalidInput naming the bad item.
         """
@@ -184,7 +195,7 @@ class Memory:
         drafts = []
         for i, text in enumerate(texts):
             try:
-                drafts.append(self.draft(text, tags, source))
+                drafts.append(self.draft(text, tags, source, created_at))
             except InvalidInput as exc:
                 raise InvalidInput(f"item {i}: {exc}") from exc
         return self.write_drafts(drafts, embed=embed, progress=progress)

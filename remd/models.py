@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 
 MAX_SQL_INTEGER = 2**63 - 1  # the largest integer SQLite stores (counts, budgets, LIMIT)
 
@@ -12,6 +12,17 @@ class NodeKind(StrEnum):
     EPISODIC = "episodic"
     FACT = "fact"
     SYNTHESIS = "synthesis"
+
+
+class Judged(IntEnum):
+    """``nodes.judged``: what update detection (:mod:`remd.write.supersede`) does with a memory."""
+
+    PENDING = 0  # saved, not judged yet (it is when its vector is written)
+    DONE = 1  # judged, or never to be (an import restored as it was, a synthesis)
+    # A value kept exact (a LangGraph store item, saved with ``Draft.exact``): never read as a
+    # fact, never judged, never an update's older side, never flagged or folded by REM. Its
+    # content is what ``get`` must return byte for byte.
+    EXACT = 2
 
 
 class NodeStatus(StrEnum):

@@ -217,3 +217,23 @@ def test_a_database_this_user_cannot_read_exits_1(tmp_path: Path) -> None:
         assert "cannot read database" in err and str(db) in err
     finally:
         shutil.rmtree(where)
+
+
+# -- issue 38 row 19: remd save --at ----------------------------------------------------------
+def test_save_at_dates_the_memory_as_import_does(db_path: Path) -> None:
+    code, out, _ = run(db_path, "save", "The office moved to the harbour",
+                       "--at", "2024-03-14T09:30:00Z")
+    assert code == 0
+    _, got, _ = run(db_path, "get", out.strip(), "--json")
+    assert json.loads(got)["created_at"] == "2024-03-14T09:30:00.000000+00:00"
+    code, out, _ = run(db_path, "save", "-", "--at", "2024-03-14", input="one\ntwo\n")
+    assert code == 0
+    for node_id in out.split():
+        _, got, _ = run(db_path, "get", node_id, "--json")
+        assert json.loads(got)["created_at"] == "2024-03-14T00:00:00.000000+00:00"
+    for bad, message in [("3000-01-01", "more than a day in the future"),
+                         ("yesterday", "is not ISO 8601")]:
+        code, out, err = run(db_path, "save", "refused", "--at", bad)
+        assert code == 1 and out == "" and message in err and err.count("\n") == 1
+    _, out, _ = run(db_path, "stats", "--json")
+    assert json.loads(out)["nodes"] == 3

@@ -248,3 +248,89 @@ def test_langgraph_names_a_nul_in_a_key(tmp_path: Path) -> None:
         assert store.search(("users",)) == []
     finally:
         store.close()
+
+
+# -- issue 38 row 5: at most 64 tags a memory, 4,096 characters of them, on every front end ---
+TOO_MANY = [f"topic {i}" for i in range(5000)]  # ~50 KB: the save that once ran out of memory
+LIMIT = "5000 tags; the limit is 64 tags a memory"
+
+
+def _unchanged(db_path: Path, before: list[str]) -> None:
+    with Memory(db_path, embedder=None) as m:
+        assert list(m.export_lines()) == before
+        assert m.store.scalar("SELECT count(*) FROM tags") == 0
+        assert m.store.scalar("SELECT count(*) FROM tag_edges") == 0
+
+
+def test_python_api_refuses_too_many_tags_and_takes_the_limit(db_path: Path) -> None:
+    wide = [f"tag {i:02d}" + " " * 60 for i in range(64)]  # 64 tags of 66 characters as given
+    with Memory(db_path, embedder=None) as m:
+        for call in (lambda: m.save("ok", tags=TOO_MANY),
+                     lambda: m.save_many(["one", "two"], tags=TOO_MANY),
+                     lambda: m.import_lines([json.dumps({"content": "ok", "tags": TOO_MANY})]),
+                     lambda: m.save("ok", tags=iter(TOO_MANY))):
+            with pytest.raises(InvalidInput, match=r"tags; the limit is 64 tags a memory"):
+                call()
+        with pytest.raises(InvalidInput, match="4224 characters; the limit is 4096"):
+            m.save("ok", tags=wide)
+    _unchanged(db_path, [])
+    with Memory(db_path, embedder=None) as m:
+        given = [f"t{i}" for i in range(64)]
+        saved = m.save("Notes from the planning meeting about Falcon and Heron", tags=given)
+        assert set(given) <= set(saved.tags) and len(saved.tags) == 64  # no room for more
+        assert m.store.scalar("SELECT count(*) FROM tag_edges") == 64 * 63
+        auto = m.save("Notes from the planning meeting about Falcon and Heron", tags=given[:60])
+        assert len(auto.tags) == 64 and {"falcon", "heron"} & set(auto.tags)
+
+
+def test_async_memory_refuses_too_many_tags(db_path: Path) -> None:
+    async def body() -> None:
+        async with AsyncMemory(db_path, embedder=None) as m:
+            with pytest.raises(InvalidInput, match=LIMIT):
+                await m.save("ok", tags=TOO_MANY)
+
+    asyncio.run(body())
+    _unchanged(db_path, [])
+
+
+def test_cli_refuses_too_many_tags_before_it_opens_the_file(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    args = [arg for tag in TOO_MANY for arg in ("--tag", tag)]
+    err = _one_line_error(_proc("--db", str(db), "save", "ok", *args))
+    assert LIMIT in err
+    assert not db.exists()
+
+
+def test_http_refuses_too_many_tags(db_path: Path) -> None:
+    server, pool = serve(db_path)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            r = api.post("/v1/memories", json={"content": "ok", "tags": TOO_MANY})
+            assert r.status_code == 400, r.text
+            assert r.json()["error"]["type"] == "InvalidInput"
+            assert LIMIT in r.json()["error"]["message"]
+    finally:
+        server.stop()
+        pool.close()
+    _unchanged(db_path, [])
+
+
+def test_mcp_refuses_too_many_tags(db_path: Path) -> None:
+    async def body(client: Client) -> None:
+        result = await client.call_tool("save_memory", {"content": "ok", "tags": TOO_MANY})
+        text = " ".join(getattr(c, "text", "") for c in result.content)
+        assert result.is_error and LIMIT in text, text
+
+    session(db_path, body)
+    _unchanged(db_path, [])
+
+
+def test_langchain_tool_refuses_too_many_tags(db_path: Path) -> None:
+    pytest.importorskip("langchain_core")
+    from remd.langchain import memory_tools  # noqa: PLC0415 (an optional extra)
+
+    with Memory(db_path, embedder=None) as m:
+        save = next(t for t in memory_tools(m) if t.name == "save_memory")
+        answer = save.invoke({"content": "ok", "tags": TOO_MANY})  # told to the model
+        assert LIMIT in answer
+    _unchanged(db_path, [])

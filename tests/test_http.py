@@ -491,3 +491,21 @@ def test_readyz_is_unready_for_a_role_that_may_not_write(pg_server: SuiteServer)
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f"DROP OWNED BY {reader}")
             admin.execute(f"DROP ROLE {reader}")
+
+
+# -- issue 38 row 19: POST /v1/memories with created_at ----------------------------------------
+def test_a_save_is_dated_by_created_at(api: httpx.Client, db_path: Path) -> None:
+    r = api.post("/v1/memories", json={"content": "The office moved to the harbour",
+                                       "created_at": "2024-03-14T09:30:00Z"})
+    assert r.status_code == 201, r.text
+    assert r.json()["created_at"] == "2024-03-14T09:30:00.000000+00:00"
+    assert api.post("/v1/memories", json={"content": "no offset means UTC",
+                                          "created_at": "2024-03-14T09:30:00"}
+                    ).json()["created_at"] == "2024-03-14T09:30:00.000000+00:00"
+    for bad, status, message in [("3000-01-01", 400, "more than a day in the future"),
+                                 ("soon", 400, "is not ISO 8601"),
+                                 (1710408600, 422, "created_at")]:
+        r = api.post("/v1/memories", json={"content": "refused", "created_at": bad})
+        assert r.status_code == status, r.text
+        assert message in r.json()["error"]["message"]
+    assert count_nodes(db_path) == 2

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from remd import Config, EdgeType, InvalidInput, Memory, NodeKind, NodeStatus, NotFound
+from remd import AsyncMemory, Config, EdgeType, InvalidInput, Memory, NodeKind, NodeStatus, NotFound
 from remd.config import StoreConfig
 from remd.text.tokens import get_encoding
 from tests.conftest import Clock
@@ -213,3 +215,64 @@ def test_stats_counts(mem: Memory) -> None:
     s = mem.stats()
     assert (s.nodes, s.live, s.superseded, s.facts) == (3, 2, 1, 1)
     assert s.tags > 0 and s.edges == 1 and s.schema_version >= 1
+
+
+# -- issue 38 row 19: a save dated by its caller (imports, replays) ---------------------------
+THEN = datetime(2024, 3, 14, 9, 30, tzinfo=UTC)
+DAY = 86400.0
+
+
+def test_a_save_is_dated_with_the_rules_of_an_imports_created_at(db_path: Path,
+                                                                 clock: Clock) -> None:
+    with Memory(db_path, embedder=None, clock=clock) as m:
+        node = m.save("We moved the office to the harbour", created_at=THEN)
+        assert node.created_at == node.last_access == THEN.timestamp()
+        plus_one = timezone(timedelta(hours=1))
+        same = [m.save("an offset is kept",
+                       created_at=datetime(2024, 3, 14, 10, 30, tzinfo=plus_one)),
+                m.save("ISO 8601 as on import", created_at="2024-03-14T09:30:00Z"),
+                m.save("no offset means UTC, as on import", created_at="2024-03-14T09:30:00")]
+        assert {n.created_at for n in same} == {THEN.timestamp()}
+        day = m.save("a date alone is midnight UTC", created_at="2024-03-14")
+        assert day.created_at == datetime(2024, 3, 14, tzinfo=UTC).timestamp()
+        ids = m.save_many(["one", "two"], created_at=THEN)
+        assert {m.get(i).created_at for i in ids} == {THEN.timestamp()}
+        skew = m.save("a clock an hour ahead is believable",
+                      created_at=datetime.fromtimestamp(clock.now + 3600, UTC))
+        assert skew.created_at == clock.now + 3600
+        before = m.stats().nodes
+        for bad, message in [
+            (datetime(2024, 3, 14, 9, 30), "has no time zone"),
+            (datetime.fromtimestamp(clock.now + 2 * DAY, UTC), "more than a day in the future"),
+            ("3000-01-01", "more than a day in the future"),
+            ("2024-13-01", "is not ISO 8601"),
+            (1710408600, "an ISO 8601 string"),
+            (True, "an ISO 8601 string"),
+        ]:
+            with pytest.raises(InvalidInput, match=message):
+                m.save("refused", created_at=bad)
+            with pytest.raises(InvalidInput, match=f"item 0: .*{message}"):
+                m.save_many(["refused"], created_at=bad)
+        assert m.stats().nodes == before
+
+
+def test_dated_saves_replay_a_fact_history(db_path: Path, clock: Clock) -> None:
+    """Replayed oldest first with their dates, facts supersede as they did when told."""
+    with Memory(db_path, embedder=None, clock=clock) as m:
+        old = m.save("My city is Bangalore", created_at=THEN)
+        new = m.save("My city has changed to Mumbai", created_at=THEN + timedelta(days=30))
+        assert m.get(old.id).status is NodeStatus.SUPERSEDED
+        assert m.get(old.id).valid_until == new.created_at == new.valid_from
+        assert new.created_at == (THEN + timedelta(days=30)).timestamp() < clock.now
+
+
+def test_async_memory_dates_a_save(db_path: Path, clock: Clock) -> None:
+    async def body() -> tuple[float, float]:
+        async with AsyncMemory(db_path, embedder=None, clock=clock) as m:
+            one = await m.save("dated through the async API", created_at=THEN)
+            (two,) = await m.save_many(["and in bulk"], created_at="2024-03-14T09:30:00Z")
+            with pytest.raises(InvalidInput, match="has no time zone"):
+                await m.save("refused", created_at=datetime(2024, 3, 14))
+            return one.created_at, (await m.get(two)).created_at
+
+    assert asyncio.run(body()) == (THEN.timestamp(), THEN.timestamp())

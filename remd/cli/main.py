@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from remd.checks import check_source, check_text
+from remd.checks import check_source, check_text, check_time
 from remd.cli.backup import backup
 from remd.cli.context import Ctx, echo_json, pass_ctx
 from remd.cli.rem import rollback, run_rem_cmd, triggers
@@ -163,21 +163,26 @@ def _stdin_lines(c: Ctx) -> list[str]:
 @click.argument("text")
 @click.option("--tag", "tags", multiple=True, help="Extra tag (repeatable).")
 @click.option("--source", default=None, help="Where the memory came from.")
+@click.option("--at", default=None, metavar="ISO8601",
+              help="When it was said (as an import line's created_at); default now.")
 @pass_ctx
-def save(c: Ctx, text: str, tags: tuple[str, ...], source: str | None) -> None:
+def save(c: Ctx, text: str, tags: tuple[str, ...], source: str | None,
+         at: str | None) -> None:
     """Save TEXT and print its id; TEXT '-' reads one memory per line from stdin."""
     tag_list = list(tags) or None
     check_tags(tag_list)  # the input is checked before the file is opened (or created)
     check_source(source)
+    check_time(at, "created_at", time.time())
     lines = _stdin_lines(c) if text == "-" else None
     if lines is None:
         check_text(text, c.config.store.max_content_chars)
     with c.memory(create=True) as m:
         if lines is None:
-            click.echo(m.save(text, tag_list, source).id)
+            click.echo(m.save(text, tag_list, source, created_at=at).id)
             return
         with progress(len(lines), "saving") as tick:
-            ids = m.save_many(lines, tags=tag_list, source=source, embed=False, progress=tick)
+            ids = m.save_many(lines, tags=tag_list, source=source, created_at=at, embed=False,
+                              progress=tick)
         with progress(len(ids), "embedding") as tick:
             m.embed_pending(progress=tick)
         for node_id in ids:

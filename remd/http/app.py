@@ -242,7 +242,8 @@ class _Api:
     async def save(self, request: Request) -> Response:
         body: MemoryIn = await self._body(request, MemoryIn)
         node = await self._call(self._namespace(body.namespace),
-                                lambda m: m.save(body.content, body.tags, body.source))
+                                lambda m: m.save(body.content, body.tags, body.source,
+                                                 created_at=body.created_at))
         out = MemoryOut.model_validate(node_to_dict(node))
         return JSONResponse(out.model_dump(), status_code=201)
 

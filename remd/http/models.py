@@ -26,6 +26,7 @@ class MemoryIn(RequestIn):
     content: str
     tags: list[str] | None = None
     source: str | None = None
+    created_at: str | None = None  # ISO 8601, the rules of an import line's (Memory.save)
 
 
 class InjectIn(RequestIn):

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.config import ImportanceConfig
+from remd.models import Judged
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -105,6 +106,7 @@ class NamespaceScores:
     kinds: tuple[str, ...]
     created_at: Floats
     scores: Scores
+    exact: npt.NDArray[np.bool_]  # values kept exact (Judged.EXACT): REM never flags them
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -116,7 +118,7 @@ def compute_importance(engine: Engine, ns: str, now: float) -> NamespaceScores:
     store = engine.store
     with store.snapshot():
         rows = store.query(
-            "SELECT rid, id, kind, created_at, last_access, confidence FROM nodes "
+            "SELECT rid, id, kind, created_at, last_access, confidence, judged FROM nodes "
             "WHERE namespace = ? AND status = 'live' ORDER BY rid", (ns,))
         counts = dict(store.query(
             "SELECT rid, count(*) FROM access_log WHERE namespace = ? AND at > ? AND at <= ? "
@@ -143,7 +145,8 @@ def compute_importance(engine: Engine, ns: str, now: float) -> NamespaceScores:
     return NamespaceScores(
         now=now, rids=np.fromiter((r[0] for r in rows), np.int64, n),
         ids=tuple(r[1] for r in rows), kinds=tuple(r[2] for r in rows),
-        created_at=np.fromiter((r[3] for r in rows), np.float64, n), scores=scores)
+        created_at=np.fromiter((r[3] for r in rows), np.float64, n), scores=scores,
+        exact=np.fromiter((r[6] == Judged.EXACT for r in rows), np.bool_, n))
 
 
 def store_importance(engine: Engine, ns: str, result: NamespaceScores) -> int:

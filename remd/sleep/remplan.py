@@ -3,9 +3,9 @@
 Importance is refreshed at ``now``; live memories older than ``rem.min_age_days`` whose
 importance is < τ or whose confidence is low are flagged (fact nodes are left alone unless
 ``rem.consolidate_facts``; a synthesis is fresh while the run that wrote it is; held memories,
-:mod:`remd.sleep.holds`, are left out); then :func:`remd.sleep.cluster.build_clusters` groups them
-by their
-vectors, their tags (months, weekdays and years aside) and the names their text writes.
+:mod:`remd.sleep.holds`, and values kept exact, ``Judged.EXACT``, are left out); then
+:func:`remd.sleep.cluster.build_clusters` groups them by their vectors, their tags (months,
+weekdays and years aside) and the names their text writes.
 """
 
 from __future__ import annotations
@@ -90,10 +90,15 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
     old &= ~recent
     kinds = np.asarray(scores.kinds, dtype=object)
     allowed = np.ones(len(scores), bool) if cfg.rem.consolidate_facts else kinds != "fact"
+    # A value kept exact (a LangGraph store item) is returned byte for byte by its key: never
+    # flagged, however weak, so never clustered, folded or deprecated.
+    exact = scores.exact
+    allowed &= ~exact
     candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]
-    unflagged = {"young": int((~old & ~recent).sum()), "fresh": int(recent.sum()),
-                 "facts": int((old & ~allowed).sum()), "important": int((old & allowed
-                                                                           & ~weak).sum())}
+    unflagged = {"young": int((~old & ~recent & ~exact).sum()), "fresh": int(recent.sum()),
+                 "exact": int(exact.sum()),
+                 "facts": int((old & ~allowed & ~exact).sum()),
+                 "important": int((old & allowed & ~weak).sum())}
     held = 0
     if not include_held:
         kept = holds.held_rids(engine, ns, now)

@@ -114,6 +114,7 @@ _WHY = {
     "important": "important enough (importance >= rem.tau, confidence not low)",
     "facts": "fact memories (rem.consolidate_facts is off)",
     "held": "held back by a rollback (run-rem --include-held)",
+    "exact": "values kept exact (LangGraph store items are never folded)",
     "fresh": "syntheses of a recent run",
     "unembedded": "without a vector yet",
 }

@@ -4,7 +4,8 @@ Four checks, each a pure function of the stored state and ``now``, each with its
 :class:`~remd.config.TriggerConfig` (and each switchable off with ``triggers.disabled``):
 
 - ``node_count``: live memories in the namespace that no hold keeps out of runs
-  (:mod:`remd.sleep.holds`) > ``max_live_nodes`` (300).
+  (:mod:`remd.sleep.holds`) and that are not values kept exact (``Judged.EXACT``: LangGraph store
+  items, which no run folds) > ``max_live_nodes`` (300).
 - ``retrieval_quality``: mean importance (at injection time) of the items of the last
   ``retrieval_window_packs`` packs < ``min_retrieval_importance`` (0.45), and a pack injected
   since the last REM run started (the same packs never start a second run).
@@ -25,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from remd.models import TriggerReason
+from remd.models import Judged, TriggerReason
 from remd.sleep import holds
 from remd.store.seam import Connection
 
@@ -79,6 +80,7 @@ class _Measures:
 
     live: int = 0
     held: int = 0  # live memories a hold keeps out of runs (remd.sleep.holds)
+    exact: int = 0  # live values kept exact (Judged.EXACT), which no run folds
     packs: int = 0
     mean_importance: float | None = None
     last_save: float | None = None
@@ -102,10 +104,12 @@ def _measure(conn: Connection, cfg: TriggerConfig, at: float,
             found = out[ns] = _Measures()
         return found
 
-    for ns, n in conn.execute(
-            f"SELECT namespace, count(*) FROM nodes WHERE status = 'live' {only} "
-            "GROUP BY namespace", args):
+    for ns, n, exact in conn.execute(
+            f"SELECT namespace, count(*), sum(CASE WHEN judged = ? THEN 1 ELSE 0 END) "
+            f"FROM nodes WHERE status = 'live' {only} GROUP BY namespace",
+            (int(Judged.EXACT), *args)):
         at_ns(ns).live = int(n)
+        at_ns(ns).exact = int(exact or 0)
     # Held memories can't be folded by the run a count would start.
     for ns, n in conn.execute(
             f"SELECT h.namespace, count(*) FROM rem_holds h JOIN nodes n ON n.id = h.node_id "
@@ -188,11 +192,11 @@ def _report(ns: str, at: float, cfg: TriggerConfig, m: _Measures) -> TriggerRepo
                                    value=value, threshold=threshold,
                                    explanation=text + ("" if enabled else " (disabled)")))
 
-    foldable = live - m.held
+    foldable = live - m.held - m.exact
     add(TriggerReason.NODE_COUNT, foldable > cfg.max_live_nodes, float(foldable),
         float(cfg.max_live_nodes),
-        f"{foldable} live memories not held {'>' if foldable > cfg.max_live_nodes else '<='} "
-        f"{cfg.max_live_nodes}")
+        f"{foldable} live memories not held{' or kept exact' if m.exact else ''} "
+        f"{'>' if foldable > cfg.max_live_nodes else '<='} {cfg.max_live_nodes}")
 
     if mean_imp is None:
         add(TriggerReason.RETRIEVAL_QUALITY, False, None, cfg.min_retrieval_importance,

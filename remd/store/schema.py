@@ -78,6 +78,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("0010_sentence_vectors", _migration_sql("0010_sentence_vectors")),  # a vector per sentence
     ("0011_namespace_everywhere", _migration_sql("0011_namespace_everywhere")),  # routing
     ("0012_update_judged", _migration_sql("0012_update_judged")),  # update detection pending
+    ("0013_exact_values", _migration_sql("0013_exact_values")),  # store items kept exact
     ("0014_node_keys", _migration_sql("0014_node_keys")),  # what a memory is about
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -7,9 +7,10 @@ written.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sized
 from functools import lru_cache
 
 from remd.checks import check_storable
@@ -17,6 +18,11 @@ from remd.errors import InvalidInput, quote
 from remd.text.lexicon import lemma
 
 MAX_TAG_LEN = 64
+# What one memory may be given: its tags are linked pairwise by co-occurrence edges, so their
+# number bounds what a save writes (64 tags: at most 64 * 63 edge rows); the characters bound
+# the work of normalising them (64 tags of 64 characters).
+MAX_TAGS = 64
+MAX_TAG_CHARS = 4096
 _SPLIT_TAG_RE = re.compile(r"[\s_\-\u2010-\u2015\x00-\x1f\x7f]+")
 
 
@@ -86,15 +92,31 @@ def checked_tag(candidate: str) -> str | None:
         return None
 
 
-def check_tags(tags: Sequence[str] | None) -> list[str]:
+def check_tags(tags: Iterable[str] | None) -> list[str]:
+    """The canonical forms of the tags a memory is given, in order, each once.
+
+    Raises:
+        InvalidInput: not a list of strings; more than :data:`MAX_TAGS` tags or more than
+            :data:`MAX_TAG_CHARS` characters of them (counted as given, before anything else is
+            read); a tag :func:`normalise_tag` refuses, or one holding a NUL.
+    """
     if tags is None:
         return []
     if isinstance(tags, str):
         raise InvalidInput("tags must be a list of strings, not one string")
-    out: list[str] = []
-    for raw in tags:
+    given = list(itertools.islice(tags, MAX_TAGS + 1))  # never more is read
+    if len(given) > MAX_TAGS:
+        count = len(tags) if isinstance(tags, Sized) else f"more than {MAX_TAGS}"
+        raise InvalidInput(f"{count} tags; the limit is {MAX_TAGS} tags a memory")
+    for raw in given:
         if not isinstance(raw, str):
             raise InvalidInput(f"tag must be a string, not {type(raw).__name__}")
+    chars = sum(len(raw) for raw in given)
+    if chars > MAX_TAG_CHARS:
+        raise InvalidInput(f"the tags are {chars} characters; the limit is {MAX_TAG_CHARS} "
+                           "characters of tags a memory")
+    out: list[str] = []
+    for raw in given:
         check_storable(raw, "tag")
         tag = normalise_tag(raw)
         if tag not in out:

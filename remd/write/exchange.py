@@ -1,6 +1,7 @@
 """JSON-lines export and import of a namespace.
 
-One memory per line (the fields of :data:`FIELDS`), then its typed edges as
+One memory per line (the fields of :data:`FIELDS`, and ``"exact": true`` on a value kept exact:
+a LangGraph store item, :class:`remd.models.Judged`), then its typed edges as
 ``{"edge": {...}}`` lines. Times are ISO 8601 in UTC. On import every field but ``content`` is
 optional, so an old history can be brought in with its real dates; lines without ``status`` go
 through the normal write path (tags, facts, links) in order of ``created_at``, lines with a
@@ -18,11 +19,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from remd.checks import check_field, check_source, check_storable, check_text
+from remd.checks import check_field, check_source, check_storable, check_text, check_time
 from remd.config import Config
 from remd.errors import InvalidInput, quote
 from remd.ids import derived_id, new_id
-from remd.models import EdgeType, Node, NodeKind, NodeStatus
+from remd.models import EdgeType, Judged, Node, NodeKind, NodeStatus
 from remd.query.nodes import NODE_COLUMNS, from_rows
 from remd.store.seam import Connection
 from remd.text.tagging import normalise_tag
@@ -34,6 +35,7 @@ from remd.write.tagtools import add_subtype
 FIELDS = ("id", "namespace", "content", "tags", "kind", "status", "created_at", "last_access",
           "access_count", "confidence", "importance", "source", "valid_from", "valid_until",
           "deprecated_by", "fact_key", "fact_value")
+EXACT = "exact"  # on the export line of a value kept exact only (Judged.EXACT)
 if TYPE_CHECKING:
     from remd.engine import Engine
 
@@ -47,30 +49,11 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
 
 
-_FUTURE_SLACK = 86_400.0  # clocks differ: a day ahead of ours is still believable
-
-
 def parse_time(value: object, field: str, now: float | None = None) -> float | None:
-    """ISO 8601 (a date alone is midnight UTC; no offset means UTC), or None.
-
-    A number is refused (12345 would be 1970: an export writes strings), and so is a
-    ``created_at`` more than a day after ``now`` (the year 3000 is a typo, not a memory).
-    """
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be an ISO 8601 string such as "
-                           f"\"2025-03-14T09:30:00Z\", not {type(value).__name__}")
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InvalidInput(f"{field} {quote(value)} is not ISO 8601") from exc
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    ts = dt.timestamp()
-    if field == "created_at" and now is not None and ts > now + _FUTURE_SLACK:
-        raise InvalidInput(f"{field} {quote(value)} is more than a day in the future")
-    return ts
+    """A time field of an import line: :func:`remd.checks.check_time`, the rules of a dated
+    save too (an ISO 8601 string; a date alone is midnight UTC, no offset means UTC; a
+    ``created_at`` at most a day after ``now``)."""
+    return check_time(value, field, now)
 
 
 def node_to_dict(node: Node) -> dict[str, Any]:
@@ -92,13 +75,16 @@ def export_lines(engine: Engine, namespace: str) -> Iterator[str]:
     last = 0
     while True:
         rows = engine.store.query(
-            f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND rid > ? "
+            f"SELECT {NODE_COLUMNS}, judged FROM nodes WHERE namespace = ? AND rid > ? "
             "ORDER BY rid LIMIT 1000", (namespace, last))
         if not rows:
             break
         last = rows[-1][0]
-        for node in from_rows(engine.store, rows):
-            yield json.dumps(node_to_dict(node), ensure_ascii=False)
+        for row, node in zip(rows, from_rows(engine.store, rows), strict=True):
+            line = node_to_dict(node)
+            if row[-1] == Judged.EXACT:
+                line[EXACT] = True
+            yield json.dumps(line, ensure_ascii=False)
     for src, dst, type_, weight, context, created in engine.store.query(
         "SELECT src, dst, type, weight, context, created_at FROM edges "
         "WHERE namespace = ? AND live = 1 ORDER BY eid", (namespace,)):
@@ -155,9 +141,12 @@ def _member(value: object, enum: type[NodeKind] | type[NodeStatus] | type[EdgeTy
 
 
 def _draft(obj: dict[str, Any], max_chars: int, now: float) -> Draft:
-    unknown = set(obj) - set(FIELDS)
+    unknown = set(obj) - set(FIELDS) - {EXACT}
     if unknown:
         raise InvalidInput(f"unknown field(s) {quote(sorted(unknown))}")
+    exact = obj.get(EXACT, False)
+    if not isinstance(exact, bool):
+        raise InvalidInput(f"{EXACT} must be true or false, not {quote(exact)}")
     content = check_text(obj.get("content"), max_chars)
     times = {f: parse_time(obj.get(f), f, now) for f in _TIME_FIELDS}
     kind = _member(obj.get("kind"), NodeKind, "kind")
@@ -180,6 +169,7 @@ def _draft(obj: dict[str, Any], max_chars: int, now: float) -> Draft:
     return Draft(
         content=content, tags=check_tags(tags), auto_tags=tags is None,
         source=check_source(obj.get("source")), id=node_id, kind=kind, status=status,
+        exact=exact,
         created_at=times["created_at"], last_access=times["last_access"],
         access_count=int(numbers["access_count"] or 0), confidence=numbers["confidence"],
         importance=numbers["importance"], valid_from=times["valid_from"],

@@ -21,7 +21,7 @@ from typing import Any
 import numpy.typing as npt
 
 from remd.index.vectors import write_sentence_vectors, write_vectors
-from remd.models import EdgeType
+from remd.models import EdgeType, Judged
 from remd.store.seam import Connection
 from remd.text.frames import subject_keys
 
@@ -50,7 +50,7 @@ class NodeRow:
     deprecated_by: str | None = None
     fact_key: str | None = None
     fact_value: str | None = None
-    judged: int = 1  # 0: update detection pending (a fresh save); the column's default
+    judged: int = 1  # a remd.models.Judged: 0 pending (a fresh save), 1 (the default), 2 exact
     rem_run: str | None = None  # the REM run that wrote it (a synthesis)
 
 
@@ -264,11 +264,12 @@ class GraphWriter:
         )
 
     def supersede_linked(self, node_id: str, at: float) -> None:
-        """A ``[[memory:id]] supersedes`` link replaces ``node_id`` if it is live."""
+        """A ``[[memory:id]] supersedes`` link replaces ``node_id`` if it is live and not a
+        value kept exact (a store item, which only its key's ``put`` replaces)."""
         self.conn.execute(
             "UPDATE nodes SET status = 'superseded', valid_until = ? "
-            "WHERE id = ? AND namespace = ? AND status = 'live'",
-            (at, node_id, self.ns),
+            "WHERE id = ? AND namespace = ? AND status = 'live' AND judged != ?",
+            (at, node_id, self.ns, int(Judged.EXACT)),
         )
 
     def supersede_live(self, node_id: str, at: float) -> None:

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 from remd.config import Config
 from remd.ids import new_id
-from remd.models import EdgeType, NodeKind, NodeStatus
+from remd.models import EdgeType, Judged, NodeKind, NodeStatus
 from remd.store.seam import Connection
 from remd.text.facts import parse_facts
 from remd.text.links import parse_links
 from remd.text.tagging import extract_tags
+from remd.text.tagnames import MAX_TAGS
 from remd.text.tokens import TokenCounter
 from remd.text.updates import fact_changes
 from remd.write.graph import GraphWriter, NodeRow
@@ -36,6 +37,9 @@ class Draft:
     id: str | None = None
     kind: NodeKind | None = None
     status: NodeStatus | None = None  # given on import: restore as-is, skip fact logic
+    # A value to keep exact (a LangGraph store item): its content is never read as a fact or
+    # a link, never judged by update detection and never folded by REM (``Judged.EXACT``).
+    exact: bool = False
     created_at: float | None = None
     last_access: float | None = None
     access_count: int = 0
@@ -46,6 +50,12 @@ class Draft:
     deprecated_by: str | None = None
     fact_key: str | None = None
     fact_value: str | None = None
+
+    @property
+    def read(self) -> bool:
+        """Whether the write path reads the content (facts, links, update detection): a new
+        statement, not one restored by an import, given a kind, or kept exact."""
+        return self.status is None and self.kind is None and not self.exact
 
 
 def _same_text(text: str) -> str:
@@ -87,7 +97,7 @@ class Writer:
         node_id = draft.id or new_id()
         kind = draft.kind
         fact_key, fact_value = draft.fact_key, draft.fact_value
-        facts = parse_facts(draft.content) if draft.status is None and kind is None else []
+        facts = parse_facts(draft.content) if draft.read else []
         if facts and fact_key is None:
             fact_key, fact_value = facts[0].key, facts[0].value
         if kind is None:
@@ -137,23 +147,28 @@ class Writer:
             importance=draft.importance if draft.importance is not None else 0.5,
             tokens=n_tokens, valid_from=valid_from, valid_until=draft.valid_until,
             deprecated_by=draft.deprecated_by, fact_key=fact_key, fact_value=fact_value,
-            judged=0 if draft.status is None and draft.kind is None else 1))
+            judged=int(Judged.EXACT if draft.exact else Judged.PENDING if draft.read
+                       else Judged.DONE)))
         self.created.append(rid)
 
         self._write_tags(rid, draft, now)
         for old_id, at in superseded:
             self.graph.supersede(old_id, at)
             self.add_edge(node_id, old_id, EdgeType.SUPERSEDES, created, context=fact_key)
-        if draft.status is None:
+        if draft.status is None and not draft.exact:
             self._write_links(node_id, draft.content, created)
         return rid, node_id
 
     def _write_tags(self, rid: int, draft: Draft, now: float) -> None:
         weights: dict[str, float] = {name: 1.0 for name in draft.tags}
-        if draft.auto_tags:
+        # The extractor only fills the room the saver's tags leave: a memory carries at most
+        # MAX_TAGS tags, so the co-occurrence edges one save writes stay bounded.
+        room = MAX_TAGS - len(weights)
+        if draft.auto_tags and room > 0:
             cfg = self.config.tags
             for name, weight in extract_tags(draft.content, known=self._known,
-                                             max_tags=cfg.max_tags, min_tags=cfg.min_tags):
+                                             max_tags=min(cfg.max_tags, room),
+                                             min_tags=min(cfg.min_tags, room)):
                 weights.setdefault(name, weight)
         if weights:
             self.graph.tag_with(rid, weights, now, [])
@@ -173,6 +188,7 @@ class Writer:
             "ON t.namespace = nt.namespace AND t.tid = nt.tid "
             "WHERE nt.namespace = ? AND nt.rid = ?", (ns, rid)).fetchall()}
         wanted = {name: w for name, w in weights.items() if name not in keep}
+        wanted = dict(list(wanted.items())[:max(MAX_TAGS - len(keep), 0)])  # MAX_TAGS in all
         drop = [tid for name, tid in current.items() if name not in keep and name not in wanted]
         if drop:
             self.graph.untag(rid, drop, list(current.values()))

@@ -61,7 +61,7 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
                 new = writer.created and writer.created[-1] == rid
                 if draft.auto_tags and new:
                     to_tag.append((rid, draft))
-                if new and draft.status is None and draft.kind is None:
+                if new and draft.read:
                     judged.append(node_id)
                     fresh.append(Fresh(rid=rid, id=node_id, content=draft.content,
                                        created_at=draft.created_at or now))

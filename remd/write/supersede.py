@@ -34,7 +34,7 @@ from remd.errors import InvalidInput, NotFound
 from remd.index.keys import live_keyed
 from remd.index.vectors import BitIndex, exact, unit
 from remd.logs import get_logger
-from remd.models import EdgeType
+from remd.models import EdgeType, Judged
 from remd.store.seam import Connection
 from remd.store.sqlite import rows_in
 from remd.text.frames import subject_keys
@@ -217,10 +217,11 @@ def nearest_live(conn: Connection, ns: str, new: Fresh, bits: BitIndex | None
     # Texts of the nearest only (the bit scan's candidates are mostly live, unfolded ones).
     order = sorted(ranked, key=lambda r: (-ranked[r], r))[:2 * JUDGED]
     order += [r for r in keyed if r not in order]
+    # A synthesis is REM's, and a value kept exact (a store item) is never an update's side.
     rows = {int(r[0]): r for r in rows_in(
         conn, "SELECT rid, id, content, created_at FROM nodes WHERE namespace = ? "
-              "AND status = 'live' AND kind != 'synthesis' AND rid IN ({marks})",
-        sorted(order), (ns,))}
+              "AND status = 'live' AND kind != 'synthesis' AND judged != ? AND rid IN ({marks})",
+        sorted(order), (ns, int(Judged.EXACT)))}
     best = [rid for rid in order if rid in rows]
     chosen = best[:JUDGED] + [r for r in keyed if r in rows and r not in best[:JUDGED]]
     return [(Other(rid=r, id=str(rows[r][1]), content=str(rows[r][2]),
