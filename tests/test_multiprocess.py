@@ -96,7 +96,9 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
 
     # Zero errors in any process.
     assert [r["errors"] for r in results] == [[]] * AGENTS
-    bad = [e for e in served.seen if e.get("level") in ("warning", "error", "critical")
+    # (http.no_token: this loopback server has no token on purpose, and says so at start)
+    bad = [e for e in served.seen if (e.get("level") in ("warning", "error", "critical")
+                                      and e.get("event") != "http.no_token")
            or e.get("event") in ("rem.failed", "tick.failed", "triggers.failed")]
     assert bad == [], bad[:3]
     assert sum(r["packs"] for r in results) > 0 and sum(r["feedback"] for r in results) > 0

@@ -51,17 +51,16 @@ from remd.errors import InvalidInput, ReadOnlyStore
 from remd.ids import new_id
 from remd.index import nodemirror
 from remd.index.caches import View
-from remd.index.keys import live_keyed
 from remd.logs import get_logger
 from remd.models import NodeKind
 from remd.query import chatter, cues, newest, packer, render
 from remd.query.candidates import Candidate, CandidateReader
 from remd.query.pack import Pack, PackItem, ScoreParts, Seed
+from remd.query.subjects import subject_hits
 from remd.query.walk import Specificity, Walk, propagate
 from remd.store.seam import Connection
 from remd.text.dates import DAY, Period, query_period
 from remd.text.fact_questions import question_keys as fact_keys
-from remd.text.frames import question_keys
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -223,11 +222,10 @@ class _Injector(CandidateReader):
         for rid, score in lexical:
             cands.setdefault(rid, Candidate(rid)).lexical = max(score, 1e-9)
         # The live memories of what the question asks about, however they say it ("who's my
-        # boss?" reaches "I report to Sanne now"): newest first (remd.index.keys).
-        keyed = live_keyed(conn, self.ns, question_keys(query), limit=cfg.subject_k,
-                           synthesis=True) if cfg.subject_weight > 0 else []
-        for i, rid in enumerate(keyed):
-            cands.setdefault(rid, Candidate(rid)).subject = float(len(keyed) - i)
+        # boss?" reaches "I report to Sanne now"), each the same evidence (remd.query.subjects).
+        if cfg.subject_weight > 0:
+            for rid in subject_hits(conn, self.ns, query, cfg.subject_k):
+                cands.setdefault(rid, Candidate(rid)).subject = 1.0
         self._load(cands)
         self._score(cands)
         self._context(conn, cands)

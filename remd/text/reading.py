@@ -19,7 +19,7 @@ from remd.text import words as tx
 from remd.text.numbers import plain_numbers
 from remd.text.tagging import is_verb_form
 
-__all__ = ["Reading", "person_kind", "read", "stem"]
+__all__ = ["Reading", "asked_person", "person_kind", "read", "stem"]
 
 
 def _phrases(text: str) -> list[str]:
@@ -342,6 +342,24 @@ def _person(body: str, low: str, names: frozenset[str]) -> str:
         if not first_person or after.startswith(("'s", "'")):
             return person[:-2] if person.endswith("'s") else person
     return "self" if set(tx.words(low)[:10]) & _FIRST_PERSON else ""
+
+
+_ASKED_RELATION = re.compile(r"\b(?:my|our)\s+(\w+)(?:\s+(\w+))?")
+
+
+def asked_person(question: str) -> str:
+    """Whom a question asks about: a relation it names ("where does my mother live?"), a name
+    it writes inside it ("where does Claire live?"), else the speaker ("self") or "" ."""
+    low = question.lower().replace("\u2019", "'")
+    for m in _ASKED_RELATION.finditer(low):
+        for word in m.groups():
+            if word in _RELATIONS:
+                return word
+    named = [n.casefold() for n, opens in tx.name_runs(question) if not opens
+             and n.lower() not in _FIRST_PERSON and not tx.is_time_word(n)]
+    if named:
+        return named[0].removesuffix("'s")
+    return "self" if set(tx.words(low)) & _FIRST_PERSON else ""
 
 
 def person_kind(person: str) -> str:
