@@ -44,6 +44,7 @@ class Scored(Protocol):
     outdated_by: int | None  # a newer candidate probably updates it (remd.query.newest)
     vector: float  # its cosine to the query (0: not a vector hit)
     fact: float  # the multiplier for being a live fact of the key the question asks for
+    subject: float  # among the live memories of the attribute the question asks about
 
 
 S = TypeVar("S", bound=Scored)
@@ -127,23 +128,24 @@ def relevance_floor(picked: Picked[S], cfg: InjectConfig, unrelated: str | None 
         return picked, None
     if unrelated is not None:
         return [], Stop("unrelated", unrelated)
-    best_cos = max(c.vector for c, _, _ in picked)
-    if cfg.floor_weak > 0 and best_cos < cfg.floor_weak and len(picked) > 1:
-        # The best item, and another only if it is about as like the query (two answers), and
-        # every live fact of the key the question asks for.
-        kept = picked[:1] + [p for p in picked[1:] if p[0].vector >= best_cos - _WEAK_BAND][:1]
-        kept += [p for p in picked if p[0].fact > 1.0 and p not in kept]
-        return kept, Stop("weak", f"no memory is much like the query (the best cosine of "
-                                  f"the filled pack {best_cos:.2f} < floor_weak "
-                                  f"{cfg.floor_weak:g}): "
-                                  + ("only the best item kept" if len(kept) == 1 else
-                                     "the best item kept, and one about as like the query"))
     newer = {c.rid for c, _, _ in picked}
     outdated = [p for p in picked if p[0].outdated_by in newer]
     if outdated and len(outdated) < len(picked):
         kept, cut = relevance_floor([p for p in picked if p[0].outdated_by not in newer], cfg)
         return kept, cut or Stop("outdated", f"{len(outdated)} item(s) left out: a newer "
                                               "memory in the pack probably updates each")
+    best_cos = max(c.vector for c, _, _ in picked)
+    if cfg.floor_weak > 0 and best_cos < cfg.floor_weak and len(picked) > 1:
+        # The best item, and another only if it is about as like the query (two answers), and
+        # every live fact of the key the question asks for and memory of its attribute.
+        kept = picked[:1] + [p for p in picked[1:] if p[0].vector >= best_cos - _WEAK_BAND][:1]
+        kept += [p for p in picked if (p[0].fact > 1.0 or p[0].subject > 0) and p not in kept]
+        kept.sort(key=picked.index)
+        return kept, Stop("weak", f"no memory is much like the query (the best cosine of "
+                                  f"the filled pack {best_cos:.2f} < floor_weak "
+                                  f"{cfg.floor_weak:g}): "
+                                  + ("only the best item kept" if len(kept) == 1 else
+                                     "the best item kept, and what else answers it"))
     # The speaker prior orders the pack but makes nothing relevant: the floor reads the
     # scores without it (a question naming Caroline lifts every turn she said).
     # These "floor scores" are what remd.query.pack.explain shows of each kept item.

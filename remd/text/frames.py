@@ -26,7 +26,7 @@ from remd.text.numbers import plain_numbers
 from remd.text.words import split_header
 
 __all__ = ["FRAMES", "KEYS_VERSION", "Frame", "asked", "frames", "habit_slot", "is_bound",
-           "is_single", "subject_keys", "values", "words"]
+           "is_single", "subject_keys", "update_keys", "values", "words"]
 
 
 @dataclass(frozen=True)
@@ -102,28 +102,35 @@ def values(text: str, frame: str) -> frozenset[str]:
 
 # The version of what subject_keys reads: stored keys of another version are read anew
 # (remd.write.keys). Bump it whenever the frames or the habit slots change.
-KEYS_VERSION = 1
+KEYS_VERSION = 2
 
 
 def subject_keys(text: str) -> tuple[str, ...]:
     """The keys update detection and inject find a statement by, whatever its words: each
-    frame that holds one value at a time ("f:boss"), and a standing habit's slot
-    ("h:saturday morning"). Sorted; at most 8."""
+    frame that holds one value at a time ("f:boss"), a standing habit's slot ("h:saturday
+    morning"), and each frame of several values ("m:pet": an answer of "what pets have we
+    got?" beside the others). Sorted; at most 8."""
     stamp, speaker, _ = split_header(text)
     if stamp or speaker:
         return ()  # a turn of a transcript is what was said then, not a standing attribute
     low = plain_numbers(text.lower())
-    keys = {f"f:{f}" for f in frames(low) if is_single(f)}
+    keys = {f"f:{f}" if is_single(f) else f"m:{f}" for f in frames(low)}
     slot = habit_slot(low)
     if slot:
         keys.add(f"h:{slot}")
     return tuple(sorted(keys))[:8]
 
 
+def update_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Of a statement's keys, those whose memories an update may replace (one value at a time,
+    a habit's slot): not a frame of several values."""
+    return tuple(k for k in keys if not k.startswith("m:"))
+
+
 def question_keys(question: str) -> tuple[str, ...]:
-    """The keys of the frames (one value at a time, of a person: not a bound one, whose
-    memories are each of another thing) and the habit slot a question asks about."""
-    keys = {f"f:{f}" for f in asked(question) if is_single(f) and not is_bound(f)}
+    """The keys of the frames a question asks about (of a person: not a bound one, whose
+    memories are each of another thing) and its habit slot."""
+    keys = {f"f:{f}" if is_single(f) else f"m:{f}" for f in asked(question) if not is_bound(f)}
     slot = habit_slot(question.lower())
     if slot:
         keys.add(f"h:{slot}")

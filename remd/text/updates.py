@@ -236,7 +236,9 @@ def frame_slot(old: Reading, new: Reading, shared: frozenset[str], cos: float = 
         gone, came = old.words - new.words, new.words - old.words
         if gone and came and not new.additive:
             return FrameSlot(old.habit, frozenset(gone), frozenset(came), 1.0)
-    thing = frozenset(w for w in shared if not tx.is_time_word(w))
+    # What both name (a word of one may be a name in the other: "Window cleaner is £12" / "the
+    # window man's put his prices up"), times aside.
+    thing = frozenset(w for w in _all_words(old) & _all_words(new) if not tx.is_time_word(w))
     if old.habit and new.habit and old.habit != new.habit and thing and not new.additive:
         # one thing on another day ("bowling league is Tuesday nights" / "the league moved
         # to Thursday nights")
@@ -261,10 +263,13 @@ def frame_slot(old: Reading, new: Reading, shared: frozenset[str], cos: float = 
             return FrameSlot(f, ta - tb, tb - ta, 1.0)
         if f == "schedule":
             continue
-        gone = _plain(old.names - new.names, old.text)
-        came = _plain(new.names - old.names, new.text)
-        if gone and came:
-            return FrameSlot(f, gone, came, 0.5)
+        # Another name in the frame's place: never when both name one thing ("my laptop is a
+        # ThinkPad" / "updated the ThinkPad to Fedora": a detail of the same laptop), nor from
+        # a happening ("last night").
+        a_words = {w for n in _plain(old.names, old.text) for w in n.split()}
+        b_words = {w for n in _plain(new.names, new.text) for w in n.split()}
+        if a_words and b_words and not a_words & b_words and not new.one_off:
+            return FrameSlot(f, frozenset(a_words), frozenset(b_words), 0.5)
     return None
 
 
@@ -272,6 +277,10 @@ def _plain(names: frozenset[str], text: str) -> frozenset[str]:
     """Names that may be a value: not an acronym ("the car's MOT", "the NHS")."""
     return frozenset(n for n in names
                      if not (len(n) <= 5 and re.search(rf"\b{re.escape(n.upper())}\b", text)))
+
+
+def _all_words(r: Reading) -> frozenset[str]:
+    return r.words | {stem(w) for n in r.names for w in n.split()}
 
 
 def _frame_stems(frame: str) -> frozenset[str]:

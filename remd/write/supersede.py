@@ -37,7 +37,7 @@ from remd.logs import get_logger
 from remd.models import EdgeType, Judged
 from remd.store.seam import Connection
 from remd.store.sqlite import rows_in
-from remd.text.frames import subject_keys
+from remd.text.frames import subject_keys, update_keys
 from remd.text.updates import (
     CROWD_ALIKE,
     CROWD_BAND,
@@ -204,7 +204,8 @@ def nearest_live(conn: Connection, ns: str, new: Fresh, bits: BitIndex | None
     keys.discard(new.rid)
     # By subject: the live memories of its attributes (one value at a time) and habit slots,
     # however unalike their words (remd.index.keys); judged besides the nearest.
-    keyed = live_keyed(conn, ns, subject_keys(new.content), exclude=[new.rid], limit=KEYED)
+    keyed = live_keyed(conn, ns, update_keys(subject_keys(new.content)), exclude=[new.rid],
+                       limit=KEYED)
     if not keys and not keyed:
         return []
     ranked: dict[int, float] = dict.fromkeys(keys, 0.0)
