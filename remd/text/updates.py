@@ -78,7 +78,7 @@ UNALIKE = 0.3  # sentence cosine under which two memories are about different th
 # different value there is another thing's, unless a sure cue says one replaced another.
 CROWD = 3
 CROWD_BAND = 0.1
-CROWD_ALIKE = 0.6  # ...and at least this alike: a series said in one shape, not chit-chat
+CROWD_ALIKE = 0.45  # ...and at least this alike: a series said in one shape, not chit-chat
 ALIKE_CUE = 0.5  # a cue alone, with no shared word: only between sentences this alike
 NEAREST_ALIKE = 0.45  # "nearest" counts from this cosine: the nearest of unrelated notes is not
 MAYBE_AT = 0.75  # of a probable one
@@ -161,9 +161,13 @@ def judge(old: Reading, new: Reading, cos: float, *, nearest: bool = False,
         if new.keeps or new.additive or (new.one_off and not new.change_verb):
             return None  # "still ...", "also ...", a happening that changes nothing
         return Verdict(VerdictKind.MAYBE, round(max(p, MAYBE_AT), 3), reason)
-    named_only = ev.features.get("frame") == 0.5 and ev.features.get("slot") and not (
-        ev.features.get("ended") or new.cue >= 0.6)
-    if p >= UPDATE_AT and not named_only:  # another name alone may be a detail beside it
+    f = ev.features
+    # A memory is superseded only on a sure sign of change: a cue, what ended, the opposite
+    # said, or another value the attribute's frame knows (an amount, a time, its own word).
+    # Another number, date or name alone may be another thing's ("date ... -> ...") or a
+    # detail beside it: at most a probable update, which inject still ranks after the newer.
+    sure = bool(f.get("ended") or f.get("negation") or new.cue >= 0.6 or f.get("frame") == 1.0)
+    if p >= UPDATE_AT and sure:
         return Verdict(VerdictKind.UPDATE, round(p, 3), reason)
     if p >= MAYBE_AT:
         return Verdict(VerdictKind.MAYBE, round(p, 3), reason)
@@ -235,7 +239,11 @@ def frame_slot(old: Reading, new: Reading, shared: frozenset[str], cos: float = 
     if " " in old.habit and old.habit == new.habit and not (old.one_off or new.one_off):
         gone, came = old.words - new.words, new.words - old.words
         if gone and came and not new.additive:
-            return FrameSlot(old.habit, frozenset(gone), frozenset(came), 1.0)
+            # another activity in one slot: sure with a cue or what ended, else it may be one
+            # more thing done then ("Saturday mornings I swim" / "signed up for Saturday
+            # morning pottery")
+            sure = 1.0 if new.cue >= 0.6 or new.ended else 0.5
+            return FrameSlot(old.habit, frozenset(gone), frozenset(came), sure)
     # What both name (a word of one may be a name in the other: "Window cleaner is £12" / "the
     # window man's put his prices up"), times aside.
     thing = frozenset(w for w in _all_words(old) & _all_words(new) if not tx.is_time_word(w))
@@ -268,7 +276,10 @@ def frame_slot(old: Reading, new: Reading, shared: frozenset[str], cos: float = 
         # a happening ("last night").
         a_words = {w for n in _plain(old.names, old.text) for w in n.split()}
         b_words = {w for n in _plain(new.names, new.text) for w in n.split()}
-        if a_words and b_words and not a_words & b_words and not new.one_off:
+        if (a_words and b_words and not a_words & b_words and not new.one_off
+                and (new.cue > 0 or cos >= NEAREST_ALIKE or bool(thing - _frame_stems(f)))):
+            # (a name alone, with no cue, nothing else shared, in unalike sentences: "the ICE
+            # tickets to Hamburg" beside "we track tickets in Jira")
             return FrameSlot(f, frozenset(a_words), frozenset(b_words), 0.5)
     return None
 
