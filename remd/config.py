@@ -163,9 +163,6 @@ class InjectConfig(_Section):
         "about (its frame or habit slot, remd.index.keys), whatever their words"))
     subject_k: int = Field(8, ge=0, le=64, description=(
         "newest live memories of a question's subject keys taken as candidates"))
-    answer_weight: float = Field(0.3, ge=0, description=(
-        "a memory that gives the kind of value the question asks for (an amount, a time, a "
-        "name) scores 1 + this times more (remd.query.answers)"))
     recency_weight: float = Field(0.1, ge=0, le=1, description=(
         "score multiplier is (1 - w) + w * recency: old but relevant memories stay in"))
     recency_half_life_days: float = Field(90.0, gt=0)

@@ -62,7 +62,6 @@ class Candidate:
     fact: float = 1.0  # the multiplier for being the live fact the question asks for
     speaker: float = 1.0  # the multiplier for being said by someone the query names
     outdated_by: int | None = None  # a newer live memory probably updates it (remd.query.newest)
-    answer: float = 1.0  # the multiplier for giving the kind of value asked for
     info: float = 1.0  # how specific its tags are (remd.query.chatter)
 
 

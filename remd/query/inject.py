@@ -53,7 +53,7 @@ from remd.index import nodemirror
 from remd.index.caches import View
 from remd.logs import get_logger
 from remd.models import NodeKind
-from remd.query import answers, chatter, cues, newest, packer, render
+from remd.query import chatter, cues, newest, packer, render
 from remd.query.candidates import Candidate, CandidateReader
 from remd.query.pack import Pack, PackItem, ScoreParts, Seed
 from remd.query.subjects import subject_hits
@@ -232,7 +232,6 @@ class _Injector(CandidateReader):
         chatter.weigh(conn, self.nodes, self.cache, list(cands.values()), cfg.chatter_weight)
         cues.speaker_boost(conn, self.ns, query, cands, cfg.speaker_weight,
                            lambda rid: cands[rid].kind is NodeKind.SYNTHESIS)
-        answers.prefer_answers(conn, self.ns, cands, query, cfg.answer_weight)
         facts = self._facts(conn, query, cands)
         newest.prefer_newest(conn, self.ns, cands, query, self._fresh)
         unrelated = None
@@ -379,7 +378,7 @@ class _Injector(CandidateReader):
         parts = ScoreParts(relevance=c.relevance, graph=c.graph, vector=c.vector,
                            lexical=c.lexical, recency=c.recency, importance=c.weight,
                            diversity=penalty, context=c.context, date=c.date, fact=c.fact,
-                           speaker=c.speaker, subject=c.subject, answer=c.answer)
+                           speaker=c.speaker, subject=c.subject)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=c.kind, created_at=c.created_at,
                         parts=parts, path=path, sources=sources, date=date,

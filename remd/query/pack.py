@@ -30,7 +30,6 @@ class ScoreParts:
     fact: float = 1.0  # multiplier for being the live fact the question asks for
     speaker: float = 1.0  # multiplier for being said (chat header) by someone the query names
     subject: float = 0.0  # among the live memories of the attribute the question asks about
-    answer: float = 1.0  # multiplier for giving the kind of value the question asks for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +118,6 @@ def explain(pack: Pack) -> Iterable[str]:
                f"+ context {p.context:.4f} - diversity {p.diversity:.4f}"
                + (f" (fact x{p.fact:g})" if p.fact != 1.0 else "")
                + (f" (speaker x{p.speaker:g})" if p.speaker != 1.0 else "")
-               + (f" (answer x{p.answer:g})" if p.answer != 1.0 else "")
                + (f"; floor score {floor_score(item):.4f}" if floored else ""))
         yield (f"   via {'+'.join(item.sources) or '-'}: graph {p.graph:.3f}, vector "
                f"{p.vector:.3f}, lexical {p.lexical:.3f}"

@@ -55,7 +55,9 @@ _NEW_MILD = _phrases("""
     now | started | starting | began | begun | finished | completed | done with | picked up
     | took up | taken up | joined | hired | currently | at the moment | right now | lately
     | recently | update | updated | bumped | adopted | signed up | increased | decreased
-    | reduced | actually | turns out | since the migration""")
+    | reduced | actually | turns out | since the migration | since the reorg | after the reorg
+    | since the restructure | after the restructure | since the merger | after the merger
+    | since the move | after the move | since the promotion""")
 _CHANGE_VERBS = frozenset(_phrases("""
     switched | swapped | replaced | quit | gave up | stopped | moved | relocated | changed
     | took over | retired | rotated | renamed | upgraded | downgraded | cancelled | canceled
