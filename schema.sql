@@ -39,7 +39,8 @@ CREATE TABLE nodes (
     fact_value    TEXT,
     embedded      INTEGER NOT NULL DEFAULT 0,  -- 0 pending, 1 stored, 2 failed (see embed backlog)
     rem_run       TEXT,          -- the REM run that created this (synthesis) node
-    judged        INTEGER NOT NULL DEFAULT 1  -- 0: update detection pending (0012)
+    judged        INTEGER NOT NULL DEFAULT 1, -- 0: update detection pending (0012)
+    clauses       TEXT           -- a synthesis's dated clauses, JSON (remd.text.clauses, 0015)
 );
 CREATE INDEX nodes_ns_status_rid ON nodes (namespace, status, rid);
 CREATE INDEX nodes_ns_created ON nodes (namespace, created_at);

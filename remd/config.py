@@ -163,6 +163,9 @@ class InjectConfig(_Section):
         "about (its frame or habit slot, remd.index.keys), whatever their words"))
     subject_k: int = Field(8, ge=0, le=64, description=(
         "newest live memories of a question's subject keys taken as candidates"))
+    clause_max: int = Field(3, ge=0, le=64, description=(
+        "a synthesis is packed as its subject and at most this many of its clauses, those "
+        "that answer the query (0: whole, as saved; remd.query.clauses)"))
     recency_weight: float = Field(0.1, ge=0, le=1, description=(
         "score multiplier is (1 - w) + w * recency: old but relevant memories stay in"))
     recency_half_life_days: float = Field(90.0, gt=0)

@@ -324,7 +324,7 @@ def _run_child(db: str, now: float, cmd: dict[str, Any]) -> None:
 
     def progress(outcome: Any) -> None:
         total[0] = outcome.total
-        print(f"cluster {outcome.done}/{outcome.total}", flush=True)
+        print(f"cluster {outcome.done}/{outcome.total} {outcome.status.value}", flush=True)
 
     with Memory(db, clock=lambda: now) as m:
         print("ready", flush=True)
@@ -439,9 +439,10 @@ class Zygote:
         return int(self._expect("exit ").split()[1])
 
     def committed_lines(self) -> int:
-        """How many clusters the child reported done before it stopped."""
+        """How many clusters the child reported committed before it stopped (a cluster the
+        synthesis of which would not read well, or lose a detail, is skipped)."""
         return sum(1 for t in self.seen if t.startswith("cluster ") and not
-                   t.startswith("cluster 0/"))
+                   t.startswith("cluster 0/") and t.endswith(" committed"))
 
     def close(self) -> None:
         """Kill the child still running (a failed check left it), then let the zygote go."""
@@ -549,7 +550,7 @@ class CrashLoop:
             in_write = self.zygote.wait_for("in-write")
         elif mode == "llm-after-cluster":  # and once the server is answering its next call
             if self.zygote.wait_for("cluster 0/"):
-                total = int(self.zygote.seen[-1].split("/")[1])
+                total = int(self.zygote.seen[-1].split("/")[1].split()[0])
                 self.zygote.wait_for(f"cluster {self.rng.randint(1, max(total - 2, 1))}/")
             deadline = time.monotonic() + 5.0
             while (not self.llm.in_flight[model] and not self.zygote.finished()

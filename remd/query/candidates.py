@@ -44,6 +44,8 @@ class Candidate:
     vector: float = 0.0
     lexical: float = 0.0
     subject: float = 0.0  # among the live memories of the question's subject keys (newest: 1)
+    text: str | None = None  # what the pack writes for it, when not its saved text (clauses)
+    part: str = ""  # e.g. "2 of 6 clauses" (remd.query.clauses)
     via: int | None = None  # the activated tag that gave the most graph evidence
     via_act: float = 0.0
     # filled from the node mirror:
@@ -91,6 +93,8 @@ class CandidateReader:
         self.cache = view.graph
         self.nodes = view.mirror
         self.terms: dict[str, str] = {}  # the query's words worth searching (remd.index.lexical)
+        # stand-in -> the folded or superseded nodes whose hits counted for it, with their scores
+        self.origins: standins.Origins = {}
         self.query_tags = (0, 0)  # (tags of the query the namespace has, tags of the query)
         self._synced = False
 
@@ -282,13 +286,13 @@ class CandidateReader:
                  ) -> list[tuple[int, float]]:
         """Hits mapped to their stand-ins (:func:`remd.query.standins.resolve`)."""
         self._sync(conn)
-        return standins.resolve(self.nodes, conn, hits)
+        return standins.resolve(self.nodes, conn, hits, self.origins)
 
     def _resolve_top(self, conn: Connection, hits: Sequence[tuple[int, float]], k: int
                      ) -> list[tuple[int, float]]:
         """The best ``k`` of ``hits`` after :meth:`_resolve` (:func:`remd.query.standins.top`)."""
         self._sync(conn)
-        return standins.top(self.nodes, conn, hits, k)
+        return standins.top(self.nodes, conn, hits, k, self.origins)
 
     def _seek_neighbour(self, conn: Connection, rid: int, step: int) -> int:
         return standins.seek_neighbour(self.nodes, conn, self.ns, rid, step)

@@ -53,7 +53,7 @@ from remd.index import nodemirror
 from remd.index.caches import View
 from remd.logs import get_logger
 from remd.models import NodeKind
-from remd.query import chatter, cues, newest, packer, render
+from remd.query import chatter, clauses, cues, newest, packer, render
 from remd.query.candidates import Candidate, CandidateReader
 from remd.query.pack import Pack, PackItem, ScoreParts, Seed
 from remd.query.subjects import subject_hits
@@ -286,6 +286,9 @@ class _Injector(CandidateReader):
         ``dated``: each item's date counts (:mod:`remd.query.render`)."""
         cfg = self.cfg
         sep_tokens = self.engine.counter.count(cfg.separator) if cfg.separator else 0
+        if cfg.clause_max > 0:  # a synthesis: its subject and the clauses the query needs
+            clauses.fit_syntheses(conn, self.ns, ranked.cands, self.terms, self.origins,
+                                  self.engine.counter.count, cfg.clause_max)
         if dated:
             extra = self.engine.counter.count(render.DATE_SAMPLE)
             for c in ranked.cands.values():
@@ -316,10 +319,18 @@ class _Injector(CandidateReader):
                 ranked = self.rank(conn, query)
                 picked, stop = self.pack(conn, ranked, budget, fill, dated)
                 contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
+                for c, _, _ in picked:
+                    if c.text is not None:
+                        contents[c.rid] = c.text
                 picked = packer.distinct(picked, contents)
         dates = {c.rid: render.item_date(c.created_at, float(self.nodes.since[c.pos]))
                  for c, _, _ in picked}
-        exact = self.engine.tokens_exact
+        exact = self.engine.tokens_exact or all(c.text is not None for c, _, _ in picked)
+        if not exact and any(c.text is not None for c, _, _ in picked):
+            for (c, _, _), n in zip(picked, self.engine.counter.count_many(
+                    [contents[c.rid] for c, _, _ in picked]), strict=True):
+                c.tokens = n
+            exact = True
         if dated and picked:  # each text with its date: counted anew
             for c, _, _ in picked:
                 contents[c.rid] = render.dated_text(contents[c.rid], dates[c.rid], c.created_at)
@@ -381,7 +392,7 @@ class _Injector(CandidateReader):
                            speaker=c.speaker, subject=c.subject)
         return PackItem(id=self.ids[c.rid], content=content, tokens=tokens,
                         score=score, tags=tags, kind=c.kind, created_at=c.created_at,
-                        parts=parts, path=path, sources=sources, date=date,
+                        parts=parts, path=path, sources=sources, date=date, part=c.part,
                         outdated_by=self.ids.get(c.outdated_by) if c.outdated_by else None)
 
     def _record(self, pack: Pack, picked: Sequence[tuple[Candidate, float, float]],

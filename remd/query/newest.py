@@ -26,6 +26,7 @@ from collections.abc import Callable, MutableMapping
 from typing import Any, Protocol
 
 from remd.index.vectors import stored
+from remd.models import NodeKind
 from remd.store.seam import Connection
 from remd.text import words as tx
 from remd.text.updates import UNALIKE, judge, one_attribute, read
@@ -101,6 +102,9 @@ def _asked(conn: Connection, ns: str, cands: MutableMapping[int, Any],
     # ...and the live memories of what the question asks about (its subject keys), however
     # unlike the question their words are: an older version among the best, a newer one here.
     near += [c for c in cands.values() if c.subject > 0 and c not in near]
+    # A synthesis holds several statements: a newer one retires the clause it updates at write
+    # time (remd.write.supersede), never the whole bundle here.
+    near = [c for c in near if c.kind is not NodeKind.SYNTHESIS]
     if len(near) < 2:
         return []
     rids = [c.rid for c in near]
@@ -110,8 +114,11 @@ def _asked(conn: Connection, ns: str, cands: MutableMapping[int, Any],
         return float(vecs[a] @ vecs[b]) if a in vecs and b in vecs else 0.0
 
     # Pairs less than UNALIKE alike are about different things: their texts are not read.
+    # Pairs less than UNALIKE alike are about different things, unless both are memories of
+    # the attribute the question asks about (then their texts tell): no text is read for them.
     pairs = [(a, b, cos) for a in near for b in near if a.created_at < b.created_at
-             for cos in (cosine(a.rid, b.rid),)]
+             for cos in (cosine(a.rid, b.rid),)
+             if not 0.0 < cos < UNALIKE or (a.subject > 0 and b.subject > 0)]
     if not pairs:
         return []
     wanted = sorted({c.rid for a, b, _ in pairs for c in (a, b)})

@@ -48,6 +48,7 @@ class PackItem:
     sources: tuple[str, ...] = ()  # which of graph / vector / lexical found it
     outdated_by: str | None = None  # a newer memory in the pack probably updates it
     date: str = ""  # ISO day it was said; "FIRST/LAST" for a synthesis (remd.query.render)
+    part: str = ""  # of a synthesis written by its clauses: "2 of 6 clauses" (remd.query.clauses)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +124,9 @@ def explain(pack: Pack) -> Iterable[str]:
                f"{p.vector:.3f}, lexical {p.lexical:.3f}"
                + (f", subject {p.subject:g}" if p.subject else "") + "; path "
                f"{' -> '.join(item.path) if item.path else '-'}; {item.tokens} tokens")
+        if item.part:
+            yield (f"   a synthesis, written as its subject and {item.part} (those that "
+                   "answer the query)")
         if item.outdated_by:
             yield (f"   probably updated by {item.outdated_by} (newer; see `remd get`): "
                    "ranked after it, left out of a pack that stops at the relevance floor")

@@ -68,13 +68,22 @@ def stand_ins(nodes: NodeMirror, conn: Connection, rids: Iterable[int]
     return out
 
 
-def resolve(nodes: NodeMirror, conn: Connection, hits: Sequence[tuple[int, float]]
-            ) -> list[tuple[int, float]]:
+Origins = dict[int, dict[int, float]]  # stand-in -> {the rid a hit was on: its score}
+
+
+def resolve(nodes: NodeMirror, conn: Connection, hits: Sequence[tuple[int, float]],
+            origins: Origins | None = None) -> list[tuple[int, float]]:
     """Hits mapped to their stand-ins (see :func:`stand_ins`), best score per stand-in, best
-    first."""
+    first. ``origins`` collects, for each stand-in another node's hit counted for, that node
+    and its score (a folded fragment's: which clause of its synthesis answers)."""
     if not hits:
         return []
     stand = stand_ins(nodes, conn, (r for r, _ in hits))
+    if origins is not None:
+        for rid, score in hits:
+            if rid in stand and stand[rid] != rid:
+                mine = origins.setdefault(stand[rid], {})
+                mine[rid] = max(mine.get(rid, 0.0), score)
     return best_per_rid((stand[rid], score) for rid, score in hits if rid in stand)
 
 
@@ -91,14 +100,14 @@ def seek_neighbour(nodes: NodeMirror, conn: Connection, namespace: str, rid: int
     return int(pos[0]) if len(pos) else -1
 
 
-def top(nodes: NodeMirror, conn: Connection, hits: Sequence[tuple[int, float]], k: int
-        ) -> list[tuple[int, float]]:
+def top(nodes: NodeMirror, conn: Connection, hits: Sequence[tuple[int, float]], k: int,
+        origins: Origins | None = None) -> list[tuple[int, float]]:
     """The best ``k`` of ``hits`` (best first) after :func:`resolve`, looking up stand-ins for as
     few of them as it takes: most hits are live and stand for themselves."""
     out: list[tuple[int, float]] = []
     start, step = 0, 2 * k
     while start < len(hits) and len(out) < k:
-        out = best_per_rid([*out, *resolve(nodes, conn, hits[start:start + step])])
+        out = best_per_rid([*out, *resolve(nodes, conn, hits[start:start + step], origins)])
         start += step
         step *= 2
     return out[:k]

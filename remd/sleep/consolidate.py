@@ -33,7 +33,9 @@ from remd.sleep.merge import synthesis_limit
 from remd.sleep.merge import target_tokens as target_tokens  # the density target
 from remd.sleep.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
 from remd.store.seam import Connection
+from remd.text.clauses import Member, attribute, split
 from remd.text.details import missing
+from remd.text.readability import problems
 from remd.text.tagging import extract_entities, is_verb_form, normalise_tag
 from remd.text.words import STOP_WORDS
 from remd.write.graph import GraphWriter, NodeRow, mark_embedded
@@ -46,6 +48,7 @@ log = get_logger("remd.rem")
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
 _CHANGED = "a member changed since the run was planned"
 _LOSES = "the synthesis would lose details"
+_UNREADABLE = "the synthesis would not read well"
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]], int]  # ..., target tokens
 Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser
 
@@ -164,6 +167,9 @@ class ClusterWriter:
             return members, (_LOSES + " its members hold (names and "
                              "numbers, words): " + ", ".join(words[:8])
                              + ("…" if len(words) > 8 else ""))
+        bad = problems(answer.synthesis, [self.m.content[self.m.rids[k]] for k in kept])
+        if bad:  # what a person would not write (remd.text.readability), offline or a model's
+            return members, f"{_UNREADABLE}: " + "; ".join(bad[:3])
         return kept, None
 
     def preview(self, job: Job, answer: Answer) -> dict[str, Any]:
@@ -208,7 +214,8 @@ class ClusterWriter:
             # a split left out): later automatic runs leave them alone until they change or
             # the hold ends (remd.sleep.holds).
             folded = set(members) if status is ClusterStatus.COMMITTED else set()
-            if isinstance(answer, NotDenser) or folded:
+            unreadable = bool(reason and reason.startswith(_UNREADABLE))
+            if isinstance(answer, NotDenser) or unreadable or folded:
                 left = [k for k in self._members[no] if k not in folded]
                 holds.hold(conn, self.ns, self.run_id, [self.m.ids[k] for k in left],
                            self.now, self.engine.config.rem.hold_days)
@@ -230,7 +237,7 @@ class ClusterWriter:
             # members stay live, and the run's outcomes say which words (info).
             routine = isinstance(answer, NotDenser) or reason == _CHANGED
             emit = log.debug if routine else (
-                log.info if reason.startswith(_LOSES) else log.warning)
+                log.info if reason.startswith((_LOSES, _UNREADABLE)) else log.warning)
             emit("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
                  cluster=no, size=len(members), reason=reason)
         return {"cluster_no": no, "status": status,
@@ -262,7 +269,7 @@ class ClusterWriter:
             status="live", created_at=created, last_access=last_access, access_count=0,
             confidence=confidence, importance=importance,
             tokens=self.engine.counter.count(content), valid_from=valid_from,
-            rem_run=self.run_id))
+            rem_run=self.run_id, clauses=self._clauses(content, rows)))
         self._tags(conn, graph, rid, rids, answer)
         self._inherit(conn, graph, sid, ids)  # first: the DERIVED_FROM edges below stay
         graph.derive(sid, ids, self.now, self.run_id)
@@ -277,6 +284,13 @@ class ClusterWriter:
                 return sid
         self.synthesis_rids.append(rid)  # embedded from its text after the run
         return sid
+
+    def _clauses(self, content: str, rows: list[tuple[Any, ...]]) -> str:
+        """The synthesis's subject and clauses, each with the members it came from and their
+        latest day (remd.text.clauses), as stored."""
+        members = [Member(id=str(r[1]), rid=int(r[0]), content=self.m.content[int(r[0])],
+                          created_at=float(r[6])) for r in rows]
+        return attribute(split(content), members).to_json()
 
     def _tags(self, conn: Connection, graph: GraphWriter, rid: int, members: list[int],
               answer: SynthesisAnswer) -> None:

@@ -4,16 +4,19 @@
 "Dana is co-hosting the podcast with me." / "We publish the podcast every two weeks." are four
 facts about one thing. Written back one after the other they are as long as they were; said
 once, the subject is named once and each statement keeps only what it adds:
-"The podcast project — records on Wednesdays; using Shure SM7B; Dana is co-hosting it;
-publish it every two weeks."
+"The podcast project — records on Wednesdays; using a Shure SM7B; Dana is co-hosting the
+podcast; We publish the podcast every two weeks."
 
-:func:`fuse` finds the subject (a specific word every statement has, the rarest such), writes
-its phrase as the first statement writes it, then each statement without it: a mention that
-opens the statement, or follows a preposition that opens it ("For the podcast ..."), is
-dropped, one inside it becomes "it", and its speaker's "I'm"/"we" and words that only frame it
-("honestly", "so far", "with me") go. Every word that carries a detail (:mod:`remd.text.details`)
-stays; the merging synthesiser checks that before it keeps a fusion
-(:mod:`remd.sleep.merge`). Pure functions; never raises.
+:func:`fuse` finds the subject (a specific word every statement has, the rarest such, never
+one they use as a verb: "I ride my bike" is not about a ride), writes its phrase as the first
+statement writes it (without a possessive: "Dad", not "Dad's"), then each statement without
+it: a mention that opens the statement, or follows a preposition that opens it ("For the
+podcast ..."), is dropped; a statement that names it inside is kept as said (a person never
+becomes "it"); its speaker's "I'm"/"we" and words that only frame it ("honestly", "so far",
+"with me") go; articles stay ("has a date", not "has date"). Every word that carries a
+detail (:mod:`remd.text.details`) stays; the merging synthesiser checks that before it keeps a
+fusion (:mod:`remd.sleep.merge`), and that it reads well (:mod:`remd.text.readability`). Pure
+functions; never raises.
 """
 
 from __future__ import annotations
@@ -39,8 +42,6 @@ _PRONOUN_OBJECT = re.compile(r"\s+(?:for|on|into|to|with|about|at|in|from|of) it
                              re.IGNORECASE)
 _COPULA = re.compile(r"^(?:is|are|was|were|will be|'ll be|it's|it is|it'll be)\s+",
                      re.IGNORECASE)
-_ARTICLE = re.compile(r"(?<!\bonce )(?<!\btwice )(?<!\btimes )\b(?:the|a|an) (?=\w)",
-                      re.IGNORECASE)
 _TRAILING = re.compile(r"(?:,?\s+(?:with me|for me|for us|with us|now|too|!+))+\s*$",
                        re.IGNORECASE)
 
@@ -125,16 +126,25 @@ def _without(sentence: str, span: tuple[int, int]) -> str:
         out = after
     elif re.fullmatch(r"(?:for|about|on|with|regarding|re|in|at|to)", before, re.IGNORECASE):
         out = after  # "For the podcast I'm using ..."
-    else:
-        out = f"{before} it {after}".strip() if after else f"{before} it"
+    else:  # named inside it: kept as said ("she" never becomes "it")
+        out = s.rstrip(".!?;")
     out = _TRAILING.sub("", _FRAME.sub("", out)).strip(" ,")
     out = _SPEAKER.sub("", out)
     out = _PRONOUN_OBJECT.sub("", out)  # "opened an account for it": the subject is named
     out = _COPULA.sub("", out)  # "is planned for July" -> "planned for July"
-    out = _ARTICLE.sub("", out)  # telegraphic: "booked camper van"
     out = " ".join(out.split()).strip(" ,;")
     first = out.split(None, 1)[0] if out else ""
     return out[:1].lower() + out[1:] if first.lower() in tx.STOP_WORDS and first != "I" else out
+
+
+_DOER = re.compile(r"\b(?:i|we|you|they|he|she|i'll|we'll|to|will|can|usually|always|never|"
+                   r"often)\s+(\w+)", re.IGNORECASE)
+
+
+def _as_verb(sentences: Sequence[str], word: str) -> bool:
+    """Is the shared word a verb in one of them ("I ride my bike", "we'll ride out"): what
+    they do, not what they are about?"""
+    return any(lemma(m.group(1).lower()) == word for s in sentences for m in _DOER.finditer(s))
 
 
 def _two_subjects(sentences: Sequence[str], word: str) -> bool:
@@ -157,7 +167,7 @@ def fuse(sentences: Sequence[str]) -> str | None:
     if len(sentences) < 2:
         return None
     word = subject(sentences)
-    if word is None or _two_subjects(sentences, word):
+    if word is None or _two_subjects(sentences, word) or _as_verb(sentences, word):
         return None
     left, right = _neighbours(sentences, word)
     spans = [_phrase(s, word, left, right) for s in sentences]
@@ -165,7 +175,7 @@ def fuse(sentences: Sequence[str]) -> str | None:
         return None
     first = spans[0]
     assert first is not None
-    name = sentences[0][first[0]:first[1]]
+    name = re.sub(r"['\u2019]s$", "", sentences[0][first[0]:first[1]])  # "Dad's" -> "Dad"
     name = name[:1].upper() + name[1:]
     parts = [p for p in (_without(s, span) for s, span in zip(sentences, spans, strict=True)
                          if span is not None) if p]

@@ -50,6 +50,7 @@ from remd.sleep.restatements import (
 )
 from remd.text import words as tx
 from remd.text.details import is_detail_word, missing
+from remd.text.readability import problems
 from remd.text.tagging import is_verb_form
 
 Embed = Callable[[list[str]], Vectors | None]  # None: no embedder after all
@@ -154,6 +155,7 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
     plain_days: list[date] = []
     with_days: dict[str, list[date]] = {}
     extras: list[str] = []
+    whole: list[str] = []
     for m in sorted((m for m in g.members if m is not rep),
                     key=lambda m: (m.day, m.fragment, m.order)):
         parts = _residual(m, rep, seen)
@@ -165,11 +167,17 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
         rest = [t for kind, t in parts if kind != "day"]
         seen.update(t.casefold() for kind, t in parts if kind != "word")
         if all(kind != "word" for kind, _ in parts):
+            if rest and _bare(rest):  # "also service" reads as nothing: said as it was said
+                whole.append(_sentence(m.text))
+                continue
             plain_days.extend(days)  # the same fact on other days (a new name: an attribute)
             if rest:
                 extras.append(" ".join(rest))
         elif days:
             with_days.setdefault(" ".join(rest), []).extend(days)
+        elif rest and _bare(rest):
+            whole.append(_sentence(m.text))  # a bare word ("also service") reads as nothing:
+            # the statement that says it is written as said
         elif rest:  # a new name, cause or word, in context: every detail is kept
             extras.append(" ".join(rest))
     extras += [f"{what} {tx.format_days(days)}" for what, days in with_days.items()]
@@ -182,7 +190,18 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
         extras.insert(0, tx.format_days(plain_days))
     if extras:
         body += "; also " + "; ".join(extras)
-    return body + "."
+    return " ".join([body + ".", *whole])
+
+
+def _bare(rest: Sequence[str]) -> bool:
+    """One or two lower-case words with no digit: what a restatement adds, out of context."""
+    return len(rest) <= 2 and all(t[:1].islower() and not any(c.isdigit() for c in t)
+                                  for t in rest)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text[-1:] in ".!?" else text + "."
 
 
 def render(groups: Sequence[Group], first: date, last: date, keep_span: bool = True) -> str:
@@ -204,7 +223,8 @@ def render(groups: Sequence[Group], first: date, last: date, keep_span: bool = T
                 parts.append(rep.speaker)
                 speaker_now = rep.speaker
             turn_now = rep.fragment
-        parts.append(_write_group(g, written))
+        text = _write_group(g, written)
+        parts.append(text[:1].upper() + text[1:])  # a statement cut at ";" starts a sentence
     return " ".join(parts)
 
 
@@ -364,7 +384,11 @@ def _fused(groups: Sequence[Group]) -> str | None:
         if _RELATIVE.search(text):
             text = f"({tx.format_days([g.rep.day])}) {text}"
         parts.setdefault(g.rep.fragment, []).append(text)
-    return fuse([" ".join(texts) for _, texts in sorted(parts.items())])
+    fused = fuse([" ".join(texts) for _, texts in sorted(parts.items())])
+    members = [m.text for g in groups for m in g.members]
+    if fused is not None and problems(fused, members):
+        return None  # it would not read as a person writes (remd.text.readability)
+    return fused
 
 
 def _coherence(groups: Sequence[Group]) -> float:

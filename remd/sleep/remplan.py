@@ -22,7 +22,9 @@ from remd.sleep.cluster import Cluster, build_clusters
 from remd.sleep.importance import DAY, NamespaceScores, compute_importance, store_importance
 from remd.store.quantisation import from_int8
 from remd.store.sqlite import rows_in
+from remd.text.clauses import parse, render
 from remd.text.tagging import name_tags
+from remd.text.updates import frame_slot, read
 from remd.text.words import is_time_word
 from remd.write.backlog import embed_pending
 
@@ -150,6 +152,7 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
             # (its current value would read as one of two); other links are evidence.
             (apart if kind in ("CONTRADICTS", "SUPERSEDES") else edges).append(
                 (by_id[a], by_id[b]))
+    apart += _versions(engine, ns, flagged_rids, content)
     timings["flag"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -165,9 +168,46 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
                  len(flagged), timings=timings, vectors=matrix, unflagged=unflagged)
 
 
-def _content(engine: Engine, ns: str, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
+_VERSIONS_GROUP = 40  # flagged memories of one attribute compared pairwise, at most
+
+
+def _versions(engine: Engine, ns: str, rids: Sequence[int], content: dict[int, str]
+              ) -> list[tuple[int, int]]:
+    """Pairs (flagged positions) that give two values of one attribute of one subject
+    (remd.text.updates.frame_slot): two versions, never one synthesis, whatever nothing
+    decided between them yet."""
+    position = {rid: k for k, rid in enumerate(rids)}
+    groups: dict[str, list[int]] = {}
     for part in _chunks(rids):
         marks = ",".join("?" * len(part))
-        yield from engine.store.query(
-            f"SELECT rid, content FROM nodes WHERE namespace = ? AND rid IN ({marks})",
-            (ns, *part))
+        for key, rid in engine.store.query(
+                f"SELECT key, rid FROM node_keys WHERE namespace = ? AND rid IN ({marks})",
+                (ns, *part)):
+            if not str(key).startswith("m:"):  # a frame of several values: additions
+                groups.setdefault(str(key), []).append(int(rid))
+    out: set[tuple[int, int]] = set()
+    for members in groups.values():
+        members = sorted(members)[:_VERSIONS_GROUP]
+        readings = {r: read(content[r]) for r in members if r in content}
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                ra, rb = readings.get(a), readings.get(b)
+                if ra and rb and frame_slot(ra, rb, ra.words & rb.words) is not None:
+                    out.add((position[a], position[b]))
+    return sorted(out)
+
+
+def _content(engine: Engine, ns: str, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
+    """Each memory's text; a synthesis's without the clauses a later update retired (those
+    values are no longer true: a new fold must not bring them back)."""
+    for part in _chunks(rids):
+        marks = ",".join("?" * len(part))
+        for rid, content, raw in engine.store.query(
+                f"SELECT rid, content, clauses FROM nodes WHERE namespace = ? "
+                f"AND rid IN ({marks})", (ns, *part)):
+            bundle = parse(raw) if raw else None
+            if bundle is not None and len(bundle.live()) < len(bundle.clauses):
+                live = [i for i, c in enumerate(bundle.clauses) if c.live]
+                yield rid, render(bundle, live)
+            else:
+                yield rid, content

@@ -50,7 +50,8 @@ log = get_logger("remd.pgstore")
 URL_PREFIXES = ("postgresql://", "postgres://")
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
                                  "0003_namespace_keys", "0004_statement_triggers",
-                                 "0005_exact_values", "0006_node_keys")
+                                 "0005_exact_values", "0006_node_keys",
+                                 "0007_synthesis_clauses")
 
 # Is a write refused here: the transaction's read-only setting (a hot standby, or the role's
 # default_transaction_read_only), and the first of remd's tables this role may not write.

@@ -80,5 +80,6 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("0012_update_judged", _migration_sql("0012_update_judged")),  # update detection pending
     ("0013_exact_values", _migration_sql("0013_exact_values")),  # store items kept exact
     ("0014_node_keys", _migration_sql("0014_node_keys")),  # what a memory is about
+    ("0015_synthesis_clauses", _migration_sql("0015_synthesis_clauses")),  # dated clauses
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -41,6 +41,9 @@ _VERBS = tx.word_set(
     "bring brings brought send sends sent pay pays paid win wins won lose loses lost meet meets "
     "met sit sits sat stand stands stood spend spends spent buy buys bought sell sells sold "
     "leave leaves left fall falls fell feel feels felt hear hears heard read reads")
+# Nouns that only say what kind of thing something is ("the Onyx service", "the booking
+# system"): the name or the rest of the statement says which.
+_GENERIC = tx.word_set("service services system systems thing things stuff app apps tool tools")
 # Vague words that are units after a number ("two weeks", "three times").
 _UNITS = tx.word_set("day days week weeks month months year years time times night nights "
                      "morning mornings evening evenings people person")
@@ -74,7 +77,8 @@ def details(text: str) -> frozenset[str]:
     for word in tx.content_words(body):
         if word in names or word in _NUMBER_WORDS or any(c.isdigit() for c in word):
             continue
-        if is_verb_form(word) or word in _VERBS or len(word) < 3 or tx.is_time_word(word):
+        if (is_verb_form(word) or word in _VERBS or word in _GENERIC or len(word) < 3
+                or tx.is_time_word(word)):
             continue
         out.add(f"word:{lemma(_base(word))}")
     return frozenset(out)
@@ -83,7 +87,8 @@ def details(text: str) -> frozenset[str]:
 def is_detail_word(word: str) -> bool:
     """Is this word, as a content word, one of a text's details?"""
     w = word.casefold()
-    return not (w in tx.STOP_WORDS or is_verb_form(w) or w in _VERBS or len(w) < 3
+    return not (w in tx.STOP_WORDS or is_verb_form(w) or w in _VERBS or w in _GENERIC
+                or len(w) < 3
                 or tx.is_time_word(w) or any(c.isdigit() for c in w) or w in _NUMBER_WORDS)
 
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from remd.index.vectors import write_sentence_vectors, write_vectors
 from remd.models import EdgeType, Judged
 from remd.store.seam import Connection
+from remd.text.clauses import parse
 from remd.text.frames import subject_keys
 
 NEW_EDGE_WEIGHT = 0.5  # initial propagation weight of a tag co-occurrence edge
@@ -52,6 +53,7 @@ class NodeRow:
     fact_value: str | None = None
     judged: int = 1  # a remd.models.Judged: 0 pending (a fresh save), 1 (the default), 2 exact
     rem_run: str | None = None  # the REM run that wrote it (a synthesis)
+    clauses: str | None = None  # a synthesis's dated clauses, JSON (remd.text.clauses)
 
 
 def mark_embedded(conn: Connection, keys: Sequence[tuple[str, int]]) -> None:
@@ -73,12 +75,12 @@ class GraphWriter:
         got = self.conn.execute(
             "INSERT INTO nodes (id, namespace, kind, content, source, status, created_at, "
             "last_access, access_count, confidence, importance, tokens, valid_from, "
-            "valid_until, deprecated_by, fact_key, fact_value, judged, rem_run) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
+            "valid_until, deprecated_by, fact_key, fact_value, judged, rem_run, clauses) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid",
             (row.id, self.ns, row.kind, row.content, row.source, row.status, row.created_at,
              row.last_access, row.access_count, row.confidence, row.importance, row.tokens,
              row.valid_from, row.valid_until, row.deprecated_by, row.fact_key, row.fact_value,
-             row.judged, row.rem_run),
+             row.judged, row.rem_run, row.clauses),
         ).fetchone()
         assert got is not None
         rid = int(got[0])
@@ -277,6 +279,23 @@ class GraphWriter:
         self.conn.execute("UPDATE nodes SET status = 'superseded', valid_until = ? "
                           "WHERE namespace = ? AND id = ? AND status = 'live'",
                           (at, self.ns, node_id))
+
+    def retire_clause(self, node_id: str, index: int, by: str, at: float) -> None:
+        """Update detection decided that ``by`` updates clause ``index`` of synthesis
+        ``node_id`` (remd.text.clauses): the clause is retired, the synthesis keeps the others;
+        with none left it is superseded by ``by``."""
+        row = self.conn.execute("SELECT clauses FROM nodes WHERE namespace = ? AND id = ? "
+                                "AND status = 'live'", (self.ns, node_id)).fetchone()
+        bundle = parse(str(row[0])) if row is not None and row[0] else None
+        if bundle is None or not 0 <= index < len(bundle.clauses):
+            return
+        bundle = bundle.retire(index, by)
+        self.conn.execute("UPDATE nodes SET clauses = ? WHERE namespace = ? AND id = ?",
+                          (bundle.to_json(), self.ns, node_id))
+        if not bundle.live():
+            self.supersede_live(node_id, at)
+            self.add_edge(by, node_id, EdgeType.SUPERSEDES, at, weight=1.0,
+                          context="update: every clause of the synthesis was updated")
 
     def unsupersede(self, node_id: str, *, only_superseded: bool = False) -> None:
         """Live again, with no end (an update decision undone); ``only_superseded``: if it is

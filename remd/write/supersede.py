@@ -37,6 +37,7 @@ from remd.logs import get_logger
 from remd.models import EdgeType, Judged
 from remd.store.seam import Connection
 from remd.store.sqlite import rows_in
+from remd.text.clauses import parse, statement
 from remd.text.frames import subject_keys, update_keys
 from remd.text.updates import (
     CROWD_ALIKE,
@@ -81,6 +82,7 @@ class Decision:
     newer: str
     older: str
     verdict: Verdict
+    clause: int | None = None  # of a synthesis: the clause the newer one updates
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +91,7 @@ class Other:
     id: str
     content: str
     created_at: float
+    clause: int | None = None  # a clause of a synthesis (remd.text.clauses), as a statement
 
 
 def judge_pending(conn: Connection, namespace: str, fresh: Sequence[Fresh], at: float, *,
@@ -130,13 +133,17 @@ def judge_pending(conn: Connection, namespace: str, fresh: Sequence[Fresh], at: 
             margin = cos - near[1][1] if rank == 0 and len(near) > 1 else 0.0
             newer, older = ((new.id, new.content), (other.id, other.content))
             if (other.created_at, other.rid) > (new.created_at, new.rid):
+                if other.clause is not None:
+                    continue  # a synthesis's clause is only ever the older side
                 newer, older = older, newer
             if (newer[0], older[0]) in vetoed:
                 continue
             verdict = judge(read(older[1]), read(newer[1]), cos,
                             nearest=rank == 0 or other.id == current, margin=margin, crowd=crowd)
-            if verdict is not None:
-                found.append(Decision(newer=newer[0], older=older[0], verdict=verdict))
+            if verdict is not None and (other.clause is None
+                                        or verdict.kind is VerdictKind.UPDATE):
+                found.append(Decision(newer=newer[0], older=older[0], verdict=verdict,
+                                      clause=other.clause))
         found.sort(key=lambda d: -d.verdict.confidence)
         found = found[:MAX_UPDATES]
         found += _restatements(found, near, new, superseded)
@@ -144,7 +151,7 @@ def judge_pending(conn: Connection, namespace: str, fresh: Sequence[Fresh], at: 
             if d.older in superseded or d.newer in superseded:
                 continue
             _write(conn, namespace, d, at)
-            if d.verdict.kind is VerdictKind.UPDATE:
+            if d.verdict.kind is VerdictKind.UPDATE and d.clause is None:
                 superseded.add(d.older)
             decisions.append(d)
     conn.executemany("UPDATE nodes SET judged = 1 WHERE namespace = ? AND rid = ?",
@@ -161,8 +168,9 @@ def _restatements(found: Sequence[Decision], near: Sequence[tuple[Other, float]]
     same value again (restatements: "I'm vegetarian", "still vegetarian, Callum made me ...")
     are updated with it."""
     out: list[Decision] = []
-    updated = [d for d in found if d.verdict.kind is VerdictKind.UPDATE and d.newer == new.id]
-    texts = {o.id: o for o, _ in near}
+    updated = [d for d in found if d.verdict.kind is VerdictKind.UPDATE and d.newer == new.id
+               and d.clause is None]
+    texts = {o.id: o for o, _ in near if o.clause is None}
     now = read(new.content)
     for d in updated:
         old = texts.get(d.older)
@@ -174,7 +182,7 @@ def _restatements(found: Sequence[Decision], near: Sequence[tuple[Other, float]]
             continue  # a change said otherwise: what else said the old value is not known
         for other, _ in near:
             if other.id in (d.older, new.id) or other.id in superseded or (
-                    other.created_at >= new.created_at):
+                    other.created_at >= new.created_at) or other.clause is not None:
                 continue
             if any(x.older == other.id for x in [*found, *out]):
                 continue
@@ -218,15 +226,29 @@ def nearest_live(conn: Connection, ns: str, new: Fresh, bits: BitIndex | None
     # Texts of the nearest only (the bit scan's candidates are mostly live, unfolded ones).
     order = sorted(ranked, key=lambda r: (-ranked[r], r))[:2 * JUDGED]
     order += [r for r in keyed if r not in order]
-    # A synthesis is REM's, and a value kept exact (a store item) is never an update's side.
+    # A value kept exact (a store item) is never an update's side; a synthesis is judged by
+    # its live clauses, each a statement of its own (the newer one retires the one it updates).
     rows = {int(r[0]): r for r in rows_in(
-        conn, "SELECT rid, id, content, created_at FROM nodes WHERE namespace = ? "
-              "AND status = 'live' AND kind != 'synthesis' AND judged != ? AND rid IN ({marks})",
+        conn, "SELECT rid, id, content, created_at, kind, clauses FROM nodes "
+              "WHERE namespace = ? AND status = 'live' AND judged != ? AND rid IN ({marks})",
         sorted(order), (ns, int(Judged.EXACT)))}
     best = [rid for rid in order if rid in rows]
     chosen = best[:JUDGED] + [r for r in keyed if r in rows and r not in best[:JUDGED]]
-    return [(Other(rid=r, id=str(rows[r][1]), content=str(rows[r][2]),
-                    created_at=float(rows[r][3])), ranked[r]) for r in chosen]
+    out: list[tuple[Other, float]] = []
+    for r in chosen:
+        rid, node_id, content, created, kind, raw = rows[r]
+        if kind != "synthesis":
+            out.append((Other(rid=r, id=str(node_id), content=str(content),
+                              created_at=float(created)), ranked[r]))
+            continue
+        bundle = parse(raw)
+        if bundle is None:
+            continue  # a synthesis written before its clauses were kept: judged as before, never
+        for i, clause in enumerate(bundle.clauses):
+            if clause.live:
+                out.append((Other(rid=r, id=str(node_id), content=statement(bundle, i),
+                                  created_at=clause.at or float(created), clause=i), ranked[r]))
+    return out
 
 
 def decided_by(conn: Connection, ns: str, newer: str) -> list[Other]:
@@ -267,6 +289,11 @@ def _vetoes(conn: Connection, ns: str, ids: Sequence[str]) -> set[tuple[str, str
 def _write(conn: Connection, ns: str, d: Decision, at: float) -> None:
     verdict = d.verdict
     graph = GraphWriter(conn, ns)
+    if d.clause is not None:  # a synthesis keeps its other clauses: this one is retired
+        graph.retire_clause(d.older, d.clause, d.newer, at)
+        log.info("update.clause_retired", namespace=ns, synthesis=d.older, clause=d.clause,
+                 newer=d.newer, reason=verdict.reason)
+        return
     if verdict.kind is VerdictKind.UPDATE:
         graph.supersede_live(d.older, at)
         kind = EdgeType.SUPERSEDES

@@ -1,0 +1,4 @@
+-- remd migration 0007_synthesis_clauses (PostgreSQL): as SQLite's 0015_synthesis_clauses. A
+-- synthesis's dated clauses, JSON (remd.text.clauses); NULL for a memory.
+
+ALTER TABLE nodes ADD COLUMN clauses text;
