@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from remd.index.lexical import stems
 from remd.store.seam import Connection
 from remd.text import words as tx
+from remd.text.lexicon import CATEGORIES, lemma
 
 # How much of a memory is read for its speakers: a turn's header, and the first turns of a
 # REM synthesis of chat turns (each keeps its "[stamp] Name:").
@@ -64,6 +65,41 @@ def speaker_boost(conn: Connection, namespace: str, query: str,
                 c = cands[int(rid)]
                 c.speaker = 1.0 + weight
                 c.base *= c.speaker
+
+
+# Question words that name what is asked for, not what it is about ("what's my passport
+# number?" is about a passport): a word of these alone never makes a question unanswerable.
+_ASKED_FOR = frozenset(("name", "number", "time", "date", "day", "place", "type", "kind",
+                        "size", "colour", "color", "year", "address", "code"))
+
+
+def never_said(conn: Connection, namespace: str, terms: dict[str, str], counts: Any,
+               best_rid: int, tags: set[str] = frozenset()) -> str | None:
+    """Why a question asks about what no memory mentions, or None: one of its words worth
+    searching (not what it asks for: "number", "name") is in no memory at all ("what's my
+    passport number?" in a namespace that never says "passport"), and no memory is
+    ``floor_weak`` alike (the caller checks). Not for a transcript's turns (``best_rid``, the
+    nearest memory, is one), whose words a question rephrases freely. A word that is a tag of
+    the namespace (``tags``: a category, "food") is known."""
+    words = {stem: word for stem, word in terms.items()
+             if word.lower() not in _ASKED_FOR and word.lower() not in tags
+             and lemma(word) not in CATEGORIES}  # "food": a kind, said by its members
+    if not words:
+        return None
+    row = conn.execute("SELECT content FROM nodes WHERE namespace = ? AND rid = ?",
+                       (namespace, best_rid)).fetchone()
+    if row is None or any(tx.split_header(str(row[0]))[:2]):
+        return None
+    unknown = [word for stem, word in words.items()
+               if counts.count(conn, namespace, stem, _quoted(word), 1) == 0]
+    if not unknown:
+        return None
+    return (f"no memory mentions {', '.join(repr(w) for w in unknown[:3])}, and none is much "
+            "like the question")
+
+
+def _quoted(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
 
 
 def unrelated(conn: Connection, namespace: str, floor_similarity: float, best: float,

@@ -236,9 +236,16 @@ class _Injector(CandidateReader):
         newest.prefer_newest(conn, self.ns, cands, query, self._fresh)
         unrelated = None
         if scan is not None and not facts:
-            unrelated = cues.unrelated(conn, self.ns, cfg.floor_similarity,
-                                       max((s for _, s in near), default=0.0), lexical,
+            best = max((s for _, s in near), default=0.0)
+            unrelated = cues.unrelated(conn, self.ns, cfg.floor_similarity, best, lexical,
                                        set(self.terms), self.query_tags)
+            # (a question whose attribute some memory speaks of, in any words, is not)
+            if unrelated is None and cfg.floor_similarity > 0 and best < cfg.floor_weak and (
+                    near) and not any(
+                    c.subject > 0 for c in cands.values()):
+                unrelated = cues.never_said(conn, self.ns, self.terms,
+                                            self.engine.caches.terms, near[0][0],
+                                            {n for n, _ in qseeds.values()})
         # Distinct memories scored (rows read twice count once): at most the namespace's.
         return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=len(cands),
                        facts=facts, unrelated=unrelated)

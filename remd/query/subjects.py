@@ -16,7 +16,7 @@ from typing import Any
 
 from remd.index.keys import live_keyed
 from remd.store.seam import Connection
-from remd.text.frames import question_keys
+from remd.text.frames import asked, question_keys, words
 from remd.text.reading import asked_person
 from remd.text.updates import Reading, read, same_subject
 
@@ -26,7 +26,10 @@ __all__ = ["subject_hits"]
 def _asked_about(question: str) -> Reading:
     """The question read as a statement, its person the one it asks about (:func:`remd.text.
     reading.asked_person`: "my mother", "Claire", the speaker)."""
-    return replace(read(question), person=asked_person(question))
+    person = asked_person(question)
+    if person in {w for f in asked(question) for w in words(f)}:
+        person = "self"  # "who's my boss?" asks the speaker's boss, not about the boss
+    return replace(read(question), person=person)
 
 
 def subject_hits(conn: Connection, namespace: str, question: str, limit: int) -> list[int]:
