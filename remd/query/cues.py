@@ -13,7 +13,7 @@ Both read a handful of rows at most; neither depends on the namespace's size.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any, Protocol
 
 from remd.index.lexical import stems
@@ -74,7 +74,7 @@ _ASKED_FOR = frozenset(("name", "number", "time", "date", "day", "place", "type"
 
 
 def never_said(conn: Connection, namespace: str, terms: dict[str, str], counts: Any,
-               best_rid: int, tags: set[str] = frozenset()) -> str | None:
+               best_rid: int, tags: Set[str] = frozenset()) -> str | None:
     """Why a question asks about what no memory mentions, or None: one of its words worth
     searching (not what it asks for: "number", "name") is in no memory at all ("what's my
     passport number?" in a namespace that never says "passport"), and no memory is
