@@ -259,7 +259,8 @@ CREATE TABLE rem_runs (
     trigger        TEXT,
     error          TEXT,
     held           INTEGER NOT NULL DEFAULT 0,   -- memories left out for a hold (0009)
-    unflagged      TEXT          -- JSON: why live memories were not flagged (0012)
+    unflagged      TEXT,         -- JSON: why live memories were not flagged (0012)
+    usefulness     TEXT          -- JSON: recent questions asked again after the run (0015)
 );
 CREATE INDEX rem_runs_ns_started ON rem_runs (namespace, started_at);
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 # Upper bounds (seconds) of inject's latency buckets: a warm inject takes milliseconds, a cold
@@ -96,6 +96,7 @@ class TelemetrySnapshot:
     llm_calls: dict[str, int]  # by LLMRole value
     llm_failures: dict[str, int]
     namespaces: int | None  # as the last trigger evaluation counted them; None: not yet
+    rem_tops: dict[str, int] = field(default_factory=dict)  # after runs: kept / changed
 
 
 class Telemetry:
@@ -116,6 +117,7 @@ class Telemetry:
         self._llm_calls = dict.fromkeys([r.value for r in LLMRole], 0)
         self._llm_failures = dict.fromkeys([r.value for r in LLMRole], 0)
         self._namespaces: int | None = None
+        self._tops = {"kept": 0, "changed": 0}
 
     # -- the hooks (one call at the end of each operation) ---------------------------------
     def injected(self, seconds: float) -> None:
@@ -146,6 +148,13 @@ class Telemetry:
             self._live.observe(live)
             self._live_tokens.observe(live_tokens)
 
+    def rem_tops(self, *, kept: int, changed: int) -> None:
+        """After a REM run, recent questions asked again: how many kept their first item and
+        how many had it changed (remd.sleep.usefulness)."""
+        with self._lock:
+            self._tops["kept"] += kept
+            self._tops["changed"] += changed
+
     def rolled_back(self) -> None:
         """A REM run was rolled back (it was counted by its outcome when it ended)."""
         with self._lock:
@@ -173,7 +182,8 @@ class Telemetry:
                 rem_flagged=self._flagged, rem_folded=self._folded,
                 rem_rollbacks=self._rollbacks, rem_live=self._live.frozen(),
                 rem_live_tokens=self._live_tokens.frozen(), llm_calls=dict(self._llm_calls),
-                llm_failures=dict(self._llm_failures), namespaces=self._namespaces)
+                llm_failures=dict(self._llm_failures), namespaces=self._namespaces,
+                rem_tops=dict(self._tops))
 
     def absorb(self, other: Telemetry) -> None:
         """Add ``other``'s counts to these (a reload's new engine carries the old one's on,
@@ -184,7 +194,7 @@ class Telemetry:
             o = (other._injects, other._saves, other._feedback, dict(other._runs),
                  other._rem_seconds, other._flagged, other._folded, other._rollbacks,
                  other._live, other._live_tokens, dict(other._llm_calls),
-                 dict(other._llm_failures), other._namespaces)
+                 dict(other._llm_failures), other._namespaces, dict(other._tops))
         with self._lock:
             self._injects.add(o[0])
             self._saves += o[1]
@@ -203,3 +213,5 @@ class Telemetry:
                 self._llm_failures[k] += v
             if self._namespaces is None:
                 self._namespaces = o[12]
+            for k, v in o[13].items():
+                self._tops[k] += v

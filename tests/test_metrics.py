@@ -111,7 +111,7 @@ def test_metrics_count_saves_injects_and_feedback_without_namespace_labels(
     # Only closed sets label a series: no namespace (nor anything stored) becomes a label.
     assert not labels & set(NAMESPACES)
     assert labels <= {"completed", "interrupted", "failed", "tagger", "synthesiser",
-                      "update_judge"}
+                      "update_judge", "kept", "changed"}
 
 
 def test_metrics_need_the_token_like_the_rest_of_the_api(

@@ -80,6 +80,10 @@ class EngineCollector(Collector):
         yield _counter("remd_rem_folded_total", "Memories folded into syntheses by REM runs.",
                        t.rem_folded)
         yield _counter("remd_rem_rollbacks_total", "REM runs rolled back.", t.rem_rollbacks)
+        yield _by("remd_rem_recent_tops_total", "Recent questions asked again after a REM run "
+                  "that folded something: whether their first item was kept (the same memory "
+                  "or the synthesis it was folded into) or changed.", "outcome",
+                  {k: t.rem_tops.get(k, 0) for k in ("kept", "changed")})
         yield _histogram("remd_rem_live_memories", "Live memories of the namespace a REM run "
                          "worked on, after the run.", t.rem_live)
         yield _histogram("remd_rem_live_tokens", "Live tokens of the namespace a REM run "

@@ -433,6 +433,18 @@ class _Injector(CandidateReader):
         self.engine.store.write_all(statements, self.ns)
 
 
+def first_item(engine: Engine, namespace: str, query: str, token_budget: int) -> int | None:
+    """The rid of the first item ``query`` would get now (the relevance floor on), nothing
+    recorded; None for an empty pack. For a REM run's check of recent questions
+    (:mod:`remd.sleep.usefulness`)."""
+    with engine.caches.use(namespace) as view:
+        injector = _Injector(engine, namespace, engine.clock(), view)
+        with engine.store.snapshot() as conn:
+            ranked = injector.rank(conn, query)
+            picked, _ = injector.pack(conn, ranked, token_budget, False)
+    return picked[0][0].rid if picked else None
+
+
 def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
            fill: bool = False, dated: bool = False) -> Pack:
     """The pack of memories that matter for ``query``, within ``token_budget`` tokens.

@@ -113,8 +113,9 @@ def _phrase(sentence: str, word: str, left: set[str], right: set[str]) -> tuple[
     return None
 
 
-def _without(sentence: str, span: tuple[int, int]) -> str:
-    """``sentence`` without its mention of the subject (see the module docstring)."""
+def _without(sentence: str, span: tuple[int, int], person: bool = False) -> str:
+    """``sentence`` without its mention of the subject (see the module docstring);
+    ``person``: the subject is someone, never written "it"."""
     s = sentence.strip()
     before = s[:span[0]].strip()
     after = s[span[1]:].strip(" ,:-\u2014").rstrip(".!?;")  # "X — a; b": fused before
@@ -126,8 +127,10 @@ def _without(sentence: str, span: tuple[int, int]) -> str:
         out = after
     elif re.fullmatch(r"(?:for|about|on|with|regarding|re|in|at|to)", before, re.IGNORECASE):
         out = after  # "For the podcast I'm using ..."
-    else:  # named inside it: kept as said ("she" never becomes "it")
+    elif person:  # someone named inside it: kept as said (a person never becomes "it")
         out = s.rstrip(".!?;")
+    else:  # a thing named inside it: "Dana co-hosts it"
+        out = f"{before} it {after}".strip() if after else f"{before} it"
     out = _TRAILING.sub("", _FRAME.sub("", out)).strip(" ,")
     out = _SPEAKER.sub("", out)
     out = _PRONOUN_OBJECT.sub("", out)  # "opened an account for it": the subject is named
@@ -177,7 +180,10 @@ def fuse(sentences: Sequence[str]) -> str | None:
     assert first is not None
     name = re.sub(r"['\u2019]s$", "", sentences[0][first[0]:first[1]])  # "Dad's" -> "Dad"
     name = name[:1].upper() + name[1:]
-    parts = [p for p in (_without(s, span) for s, span in zip(sentences, spans, strict=True)
+    # A subject written with a capital is someone (or a named thing): never "it".
+    person = any(w[:1].isupper() for w in tx.words(name)[1:] or tx.words(name)) and name.split()[0].lower() not in ("the", "a", "an", "my", "our")
+    parts = [p for p in (_without(s, span, person)
+                         for s, span in zip(sentences, spans, strict=True)
                          if span is not None) if p]
     if not parts:
         return None

@@ -39,7 +39,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,6 +63,7 @@ from remd.sleep.remruns import (
     start_run,
 )
 from remd.sleep.synthesis import LLMSynthesiser, Synthesiser, make_synthesiser
+from remd.sleep.usefulness import recent_tops
 from remd.telemetry import LLMRole
 from remd.write.backlog import embed_pending
 
@@ -247,7 +248,16 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
             RunStatus.FAILED
         finish_run(engine, ns, run_id, status, at, started, timings, f"{type(exc).__name__}: {exc}")
         raise
-    return finish_run(engine, ns, run_id, status, at, started, timings, error)
+    result = finish_run(engine, ns, run_id, status, at, started, timings, error)
+    if not result.synthesised:
+        return result
+    tops = recent_tops(engine, ns)  # did the run cost recent questions their answer?
+    with engine.store.transaction(ns) as conn:
+        conn.execute("UPDATE rem_runs SET usefulness = ? WHERE namespace = ? AND run_id = ?",
+                     (json.dumps(tops.to_dict()), ns, run_id))
+    engine.telemetry.rem_tops(kept=tops.top_kept, changed=tops.top_changed)
+    log.info("rem.recent_tops", namespace=ns, run_id=run_id, **tops.to_dict())
+    return replace(result, usefulness=tops.to_dict())
 
 
 def _members(plan: Plan) -> Members:

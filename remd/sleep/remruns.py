@@ -84,6 +84,9 @@ class RemRun:
     unflagged: dict[str, int] = field(default_factory=dict)
     # What became of each cluster: cluster_no, status, size, synthesis_id, reason
     outcomes: tuple[dict[str, Any], ...] = ()
+    # Recent questions asked again after a run that folded something: queries, top_kept,
+    # top_changed (remd.sleep.usefulness); None for a run that folded nothing.
+    usefulness: dict[str, int] | None = None
 
     @property
     def why_none(self) -> str:
@@ -184,7 +187,7 @@ def get_run(engine: Engine, ns: str, run_id: str) -> RemRun:
     row = engine.store.one(
         "SELECT run_id, namespace, status, trigger, flagged, clusters, synthesised, skipped, "
         "live_before, live_after, synthesiser, model, prompt_version, started_at, "
-        "finished_at, timings, error, held, unflagged FROM rem_runs "
+        "finished_at, timings, error, held, unflagged, usefulness FROM rem_runs "
         "WHERE run_id = ? AND namespace = ?", (run_id, ns))
     if row is None:
         raise NotFound("REM run", run_id, ns)
@@ -199,4 +202,5 @@ def get_run(engine: Engine, ns: str, run_id: str) -> RemRun:
                   live_before=row[8], live_after=row[9], synthesiser=row[10], model=row[11],
                   prompt_version=row[12], started_at=row[13], finished_at=row[14],
                   timings=json.loads(row[15] or "{}"), error=row[16], held=row[17],
-                  unflagged=json.loads(row[18] or "{}"), outcomes=outcomes)
+                  unflagged=json.loads(row[18] or "{}"), outcomes=outcomes,
+                  usefulness=json.loads(row[19]) if row[19] else None)

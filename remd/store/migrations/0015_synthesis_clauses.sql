@@ -6,3 +6,6 @@
 -- a synthesis written before this migration (packed whole, as before).
 
 ALTER TABLE nodes ADD COLUMN clauses TEXT;
+-- After a run that folded something, its namespace's recent questions are asked again: how
+-- many kept their first item (remd.sleep.usefulness), as JSON.
+ALTER TABLE rem_runs ADD COLUMN usefulness TEXT;

@@ -2,3 +2,5 @@
 -- synthesis's dated clauses, JSON (remd.text.clauses); NULL for a memory.
 
 ALTER TABLE nodes ADD COLUMN clauses text;
+-- How many recent questions kept their first item after a run (remd.sleep.usefulness), JSON.
+ALTER TABLE rem_runs ADD COLUMN usefulness text;
