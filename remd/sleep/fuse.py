@@ -181,7 +181,8 @@ def fuse(sentences: Sequence[str]) -> str | None:
     name = re.sub(r"['\u2019]s$", "", sentences[0][first[0]:first[1]])  # "Dad's" -> "Dad"
     name = name[:1].upper() + name[1:]
     # A subject written with a capital is someone (or a named thing): never "it".
-    person = any(w[:1].isupper() for w in tx.words(name)[1:] or tx.words(name)) and name.split()[0].lower() not in ("the", "a", "an", "my", "our")
+    person = any(w[:1].isupper() for w in tx.words(name)[1:] or tx.words(name)) and (
+        name.split()[0].lower() not in ("the", "a", "an", "my", "our"))
     parts = [p for p in (_without(s, span, person)
                          for s, span in zip(sentences, spans, strict=True)
                          if span is not None) if p]
