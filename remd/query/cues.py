@@ -70,7 +70,8 @@ def speaker_boost(conn: Connection, namespace: str, query: str,
 # Question words that name what is asked for, not what it is about ("what's my passport
 # number?" is about a passport): a word of these alone never makes a question unanswerable.
 _ASKED_FOR = frozenset(("name", "number", "time", "date", "day", "place", "type", "kind",
-                        "size", "colour", "color", "year", "address", "code"))
+                        "size", "colour", "color", "year", "address", "code",
+                        "user"))  # an agent's word for the speaker: "where does the user live?"
 
 
 def never_said(conn: Connection, namespace: str, terms: dict[str, str], counts: Any,

@@ -61,6 +61,7 @@ from remd.query.walk import Specificity, Walk, propagate
 from remd.store.seam import Connection
 from remd.text.dates import DAY, Period, query_period
 from remd.text.fact_questions import question_keys as fact_keys
+from remd.text.frames import asked, words
 
 if TYPE_CHECKING:
     from remd.engine import Engine
@@ -245,7 +246,8 @@ class _Injector(CandidateReader):
                     c.subject > 0 for c in cands.values()):
                 unrelated = cues.never_said(conn, self.ns, self.terms,
                                             self.engine.caches.terms, near[0][0],
-                                            {n for n, _ in qseeds.values()})
+                                            {n for n, _ in qseeds.values()} | {
+                                                w for f in asked(query) for w in words(f)})
         # Distinct memories scored (rows read twice count once): at most the namespace's.
         return _Ranked(cands=cands, walk=walk, seeds=tuple(seeds), touched=len(cands),
                        facts=facts, unrelated=unrelated)

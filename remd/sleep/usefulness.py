@@ -46,10 +46,11 @@ def recent_tops(engine: Engine, namespace: str) -> Usefulness:
         return Usefulness()
     now = {int(rid): int(rid) for _, rid in rows}
     for _ in range(3):  # a fragment folded, maybe again: the synthesis that stands for it
+        current = sorted(set(now.values()))  # two questions may share a first item
         moved = dict(engine.store.query(
             f"SELECT n.rid, s.rid FROM nodes n JOIN nodes s ON s.namespace = n.namespace "
             f"AND s.id = n.deprecated_by WHERE n.namespace = ? AND n.status = 'deprecated' "
-            f"AND n.rid IN ({','.join('?' * len(now))})", (namespace, *set(now.values()))))
+            f"AND n.rid IN ({','.join('?' * len(current))})", (namespace, *current)))
         if not moved:
             break
         now = {old: int(moved.get(cur, cur)) for old, cur in now.items()}

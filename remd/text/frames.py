@@ -102,7 +102,7 @@ def values(text: str, frame: str) -> frozenset[str]:
 
 # The version of what subject_keys reads: stored keys of another version are read anew
 # (remd.write.keys). Bump it whenever the frames or the habit slots change.
-KEYS_VERSION = 2
+KEYS_VERSION = 3
 
 
 def subject_keys(text: str) -> tuple[str, ...]:

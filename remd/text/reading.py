@@ -304,13 +304,15 @@ def _numbers(body: str) -> list[tuple[str, str, str]]:
         if low[max(0, m.start() - 1):m.start()] in ("$", "€", "£"):
             # An amount, per what it is paid for: "$2,340 a month" and "$2,410 a month" are
             # one value changing; "$400 every payday" and "$7,200" are two.
-            rate = _RATE.match(low[m.end():m.end() + 20])
+            rate = _RATE.match(low[m.end():m.end() + 20]) or _RATE_BEFORE.search(
+                low[max(0, m.start() - 24):m.start() - 1])  # "every payday $400"
             unit = "money" + (f"/{rate.group(1)}" if rate else "")
         out.append((m.group(0), before.group(1) if before else "", unit))
     return out
 
 
 _RATE = re.compile(r"\s*(?:a|an|per|each|every)\s+(\w+)")
+_RATE_BEFORE = re.compile(r"\b(?:per|each|every)\s+(\w+)\W*$")
 
 
 def _unit(word: str) -> str:
@@ -361,6 +363,8 @@ def asked_person(question: str) -> str:
              and n.lower() not in _FIRST_PERSON and not tx.is_time_word(n)]
     if named:
         return named[0].removesuffix("'s")
+    if re.search(r"\b(?:the|our|my) user(?:'s)?\b", low):  # an agent's word for the speaker
+        return "self"
     return "self" if set(tx.words(low)) & _FIRST_PERSON else ""
 
 
