@@ -30,7 +30,9 @@ class LLMSettings(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = None  # SecretStr: repr, str and logs show "**********"
     model: str = "gpt-4o-mini"
-    timeout: float = Field(default=30.0, gt=0, description="seconds per attempt, whole answer")
+    timeout: float = Field(default=120.0, gt=0, description=(
+        "seconds per attempt, whole answer (a 1.5B model on 2 CPU cores took 14-45 s a "
+        "synthesis)"))
     max_retries: int = Field(default=3, ge=0, description="attempts after the first one")
     backoff_base: float = Field(default=0.5, ge=0)
     backoff_max: float = Field(default=8.0, ge=0)
@@ -98,8 +100,9 @@ class TagConfig(_Section):
         "failure keeps the offline tags (the default tagger)"))
     llm_vocabulary: int = Field(100, ge=0, le=1000, description=(
         "the namespace's most used tags shown to the LLM tagger, so it reuses them"))
-    llm_timeout: float = Field(10.0, gt=0, le=600, description=(
-        "seconds the LLM tagger waits for one answer (a save waits for it)"))
+    llm_timeout: float = Field(30.0, gt=0, le=600, description=(
+        "seconds the LLM tagger waits for one answer (a save waits for it; a 1.5B model on a "
+        "CPU needs about 10 s for its first, uncached prompt)"))
     llm_cooldown: float = Field(60.0, ge=0, le=86400, description=(
         "after the endpoint fails (down, timeout, HTTP error), saves skip the LLM tagger for "
         "this many seconds instead of each waiting for it"))
@@ -112,9 +115,11 @@ class UpdatesConfig(_Section):
         "decisions"))
     llm_candidates: int = Field(4, ge=1, le=16, description=(
         "nearest live memories the model is shown for each new one"))
-    llm_timeout: float = Field(10.0, gt=0, le=600, description="seconds per answer")
+    llm_timeout: float = Field(60.0, gt=0, le=600, description=(
+        "seconds per answer (in the background: no save waits for it)"))
     llm_cooldown: float = Field(60.0, ge=0, le=86400, description=(
-        "after the endpoint fails, new memories keep the offline decisions for this long"))
+        "after the endpoint fails, the judge rests this long (a warning); memories saved "
+        "meanwhile are judged when it ends, the failed one asked once more"))
 
 
 class InjectConfig(_Section):

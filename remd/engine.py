@@ -248,6 +248,9 @@ class Engine:
         if executor is not None:
             executor.shutdown(wait=True)
         if background is not None:
+            judge = self._update_judge
+            if judge is not None:
+                judge.interrupt()  # a judge waiting out a rest gives up: offline decisions stay
             background.shutdown(wait=True)
         with self._tagger_lock:
             tagger, self._tagger = self._tagger, None

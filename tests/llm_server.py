@@ -2,7 +2,9 @@
 
 Each request to ``POST /v1/chat/completions`` consumes the next scripted behaviour (``good``,
 ``raw``, ``status``, ``empty_choices``, ``null_content``, ``slow``, ``huge``, ``body``,
-``hangup``, ``echo_auth``); once the script is used up the server repeats its default. Every
+``hangup``, ``echo_auth``, and what a small local model did: ``all_update``, ``verbatim``
+near-verbatim over-target syntheses, ``template_echo``; a slow first call is ``slow`` scripted
+first, a garbled id a ``good`` answer naming it); once the script is used up the server repeats its default. Every
 request body is recorded, and the client's address, so tests can assert what was sent and over
 how many connections (the server speaks HTTP/1.1 and keeps connections alive, as real ones do).
 Other conftests load the fixtures with ``pytest_plugins = ["tests.llm_server"]``.
@@ -135,6 +137,36 @@ def merged_answer(body: dict[str, Any]) -> str:
     except NotDenser:
         return json.dumps({"synthesis": frags[0].content if frags else "nothing"})
     return answer.model_dump_json(exclude={"replaces"})
+
+
+def all_update() -> Behaviour:
+    """A weak model's judgement: "update" for every memory the request numbers."""
+    return Behaviour("all_update")
+
+
+def verbatim() -> Behaviour:
+    """A faithful but near-verbatim model: the request's fragments joined as they are (always
+    longer than a target under the members' total), the same answer however often asked."""
+    return Behaviour("verbatim")
+
+
+def template_echo() -> Behaviour:
+    """A model that echoes the prompt's answer template instead of answering (what a 0.5B
+    model did): valid JSON whose synthesis names none of the fragments' details."""
+    return Behaviour("answer", content=json.dumps({
+        "synthesis": "The synthesis text.", "key_entities": ["entity"],
+        "causal_chains": [], "temporal_anchors": [], "importance": 0.5}))
+
+
+def numbered(server: LLMServer, index: int = -1) -> list[int]:
+    """The numbers of the memories a judge request showed."""
+    return [int(n) for n in re.findall(r'<memory n="(\d+)"', server.messages(index)[-1]["content"])]
+
+
+def fragments_of(body: dict[str, Any]) -> list[str]:
+    """The fragment texts of a synthesis request."""
+    return [html.unescape(m.group("text"))
+            for m in _FRAGMENT.finditer(body["messages"][-1]["content"])]
 
 
 def huge(n_chars: int) -> Behaviour:
@@ -300,6 +332,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, _completion(model, content))
         elif b.kind == "slow":
             self._drip(_completion(model, b.content), b.seconds, b.drip or 0.1)
+        elif b.kind == "all_update":
+            shown = re.findall(r'<memory n="(\d+)"', request["messages"][-1]["content"])
+            self._send(200, _completion(model, json.dumps({"decisions": [
+                {"n": int(n), "relation": "update"} for n in shown]})))
+        elif b.kind == "verbatim":
+            self._send(200, _completion(model, json.dumps({
+                **VALID_ANSWER, "synthesis": " ".join(fragments_of(request)),
+                "key_entities": [], "causal_chains": [], "temporal_anchors": []})))
         else:
             self._send(200, _completion(model, b.content))
 

@@ -9,10 +9,20 @@ background (the save never waits on it), the model is shown the new statement an
 "same" undoes an offline decision about it. A decision the user undid (``restore``) stays
 undone.
 
+A small local model answers "update" for pairs that have nothing in common (a 1.5B model
+superseded "I have two cats" by "I live in Leeds"), so the model's word is evidence, not a
+verdict: its "update" supersedes only where the offline reading finds one attribute of one
+subject, makes at most a CONTRADICTS edge where it finds one subject and shared words, and
+does nothing otherwise (:func:`remd.text.updates.model_support`). An answer that calls every
+one of several memories an update is distrusted whole (``updates.llm_distrusted``). The
+memories are numbered in the prompt, never named by their ids (a small model garbles
+sixteen characters that share a prefix).
+
 Any failure (the endpoint down, a timeout, an HTTP error, an answer that is not the JSON asked
-for or names memories it was not shown) keeps the offline decisions and is logged. After an
-endpoint failure the judge rests ``llm_cooldown`` seconds. A process that stops before the
-answer keeps the offline decisions.
+for or numbers memories it was not shown) keeps the offline decisions and is logged. After an
+endpoint failure the judge rests ``llm_cooldown`` seconds (a warning); the memories saved
+meanwhile wait for the rest to end and are judged then, and the one that failed is asked once
+more. A process that stops before the answer keeps the offline decisions.
 
 This module is the model's side (its answer, the client and its rest); the background step
 that asks it and applies its decisions is :func:`remd.write.saves.judge_with_llm`.
@@ -32,7 +42,7 @@ from remd.config import LLMSettings
 from remd.errors import LLMError
 from remd.llm.client import LLMClient, Prompt, load_prompt
 
-__all__ = ["LLMUpdateJudge", "UpdateAnswer"]
+__all__ = ["DistrustedAnswer", "LLMUpdateJudge", "UpdateAnswer"]
 
 TEXT_CHARS = 2000  # of each statement shown to the model
 
@@ -40,7 +50,7 @@ TEXT_CHARS = 2000  # of each statement shown to the model
 class Decision(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    id: str = Field(min_length=1, max_length=200)
+    n: int = Field(ge=1, le=64)  # the memory's number in the prompt
     relation: Literal["update", "add", "same"]
 
 
@@ -65,6 +75,7 @@ class LLMUpdateJudge:
         self._clock = clock
         self._resting_until = 0.0
         self._lock = threading.Lock()
+        self._closed = threading.Event()
 
     @classmethod
     def from_settings(cls, settings: LLMSettings, *, timeout: float,
@@ -74,21 +85,40 @@ class LLMUpdateJudge:
         return cls(LLMClient(tuned), cooldown=cooldown)
 
     def close(self) -> None:
+        self.interrupt()
         self._client.close()
+
+    def interrupt(self) -> None:
+        """End any wait for the end of a rest now (the judge is being closed)."""
+        self._closed.set()
 
     @property
     def resting(self) -> bool:
         with self._lock:
             return self._clock() < self._resting_until
 
+    def rest_left(self) -> float:
+        """Seconds until the rest after an endpoint failure ends (0: not resting)."""
+        with self._lock:
+            return max(0.0, self._resting_until - self._clock())
+
+    def wait_rest(self) -> bool:
+        """Wait for the rest to end; False when the judge was closed meanwhile."""
+        while (left := self.rest_left()) > 0:
+            if self._closed.wait(left):
+                return False
+        return not self._closed.is_set()
+
     def ask(self, new: str, date: str, older: Sequence[tuple[str, str, str]]
             ) -> dict[str, str]:
-        """id -> "update" / "add" / "same" for each of ``older`` (id, text, date). Raises
-        LLMError (the endpoint failed: the judge then rests; or the answer is not valid, or
-        names a memory it was not shown)."""
+        """id -> "update" / "add" / "same" for each of ``older`` (id, text, date), shown to the
+        model numbered from 1. Raises LLMError (the endpoint failed: the judge then rests; the
+        answer is not valid, numbers a memory it was not shown, or calls every one of several
+        memories an update)."""
         listed = "\n".join(
-            f'<memory id="{html.escape(i)}" date="{d}">\n'
-            f"{html.escape(t[:TEXT_CHARS], quote=False)}\n</memory>" for i, t, d in older)
+            f'<memory n="{k}" date="{d}">\n'
+            f"{html.escape(t[:TEXT_CHARS], quote=False)}\n</memory>"
+            for k, (_, t, d) in enumerate(older, start=1))
         user = self._prompt.fill("user", new=html.escape(new[:TEXT_CHARS], quote=False),
                                  date=date, candidates=listed)
         try:
@@ -101,8 +131,16 @@ class LLMUpdateJudge:
             parsed = UpdateAnswer.model_validate_json(answer)
         except ValidationError as exc:
             raise LLMError(f"LLM update answer is not valid: {exc.errors()[0]['msg']}") from exc
-        shown = {i for i, _, _ in older}
-        unknown = [d.id for d in parsed.decisions if d.id not in shown]
+        unknown = [d.n for d in parsed.decisions if d.n > len(older)]
         if unknown:
-            raise LLMError(f"LLM update answer names memories it was not shown: {unknown[:3]}")
-        return {d.id: d.relation for d in parsed.decisions}
+            raise LLMError(f"LLM update answer numbers memories it was not shown: {unknown[:3]}")
+        relations: dict[str, str] = {older[d.n - 1][0]: d.relation for d in parsed.decisions}
+        if len(older) >= 2 and len(relations) == len(older) and all(
+                r == "update" for r in relations.values()):
+            raise DistrustedAnswer(
+                f"LLM update answer calls all {len(older)} memories it was shown updated")
+        return relations
+
+
+class DistrustedAnswer(LLMError):
+    """An answer remd does not act on: every one of several memories called updated."""

@@ -36,7 +36,7 @@ from remd.text import words as tx
 from remd.text.reading import Reading, person_kind, read, stem
 
 __all__ = ["FrameSlot", "Reading", "Verdict", "VerdictKind", "frame_slot", "judge",
-           "one_attribute", "read", "restates"]
+           "model_support", "one_attribute", "read", "restates"]
 
 
 class VerdictKind(StrEnum):
@@ -322,6 +322,24 @@ def one_attribute(a: Reading, b: Reading) -> bool:
     standing habit's slot), however unalike their words?"""
     return bool((a.habit and a.habit == b.habit)
                 or any(fr.is_single(f) for f in a.frames & b.frames))
+
+
+def model_support(old: Reading, new: Reading, cos: float) -> str:
+    """What the offline reading grants a model's "update" of ``old`` by ``new``: "supersede"
+    (one attribute of one subject: an offline verdict, another value in one frame's place, or
+    one frame that holds one value at a time), "contradict" (one subject, and shared words or
+    sentences :data:`UNALIKE` alike or more: at most a probable update) or "" (unrelated: "I live in
+    Leeds" never updates "I have two cats", whatever a model says)."""
+    if judge(old, new, cos) is not None:
+        return "supersede"
+    shared = old.words & new.words
+    if frame_slot(old, new, shared, cos) is not None:
+        return "supersede"
+    if not same_subject(old, new):
+        return ""
+    if one_attribute(old, new):
+        return "supersede"
+    return "contradict" if shared or cos >= UNALIKE else ""
 
 
 def probability(features: dict[str, float]) -> float:

@@ -21,15 +21,18 @@ from typing import TYPE_CHECKING
 
 from remd.errors import LLMError, StoreError
 from remd.index.vectors import stored
+from remd.llm.judge import DistrustedAnswer
 from remd.llm.tagger import reuse_vocabulary
 from remd.logs import get_logger
 from remd.telemetry import LLMRole
+from remd.text.updates import model_support, read
 from remd.write.backlog import embed_pending
 from remd.write.ingest import Draft, Writer
 from remd.write.supersede import Fresh, apply_judgement, decided_by, judge_pending, nearest_live
 
 if TYPE_CHECKING:
     from remd.engine import Engine
+    from remd.llm.judge import LLMUpdateJudge
 
 # The LLM steps' events keep the loggers they have always had, which a host may tune by name.
 _tag_log = get_logger("remd.llm_tagging")
@@ -167,49 +170,64 @@ def iso_date(posix: float) -> str:
 
 def judge_with_llm(engine: Engine, namespace: str, ids: Sequence[str]) -> int:
     """Ask the model about memories just saved (their ids) and apply its decisions; returns
-    how many pairs it decided. Never raises for a model or store failure: the offline
-    decisions stay."""
+    how many pairs it decided. While the judge rests after an endpoint failure (a warning),
+    the memories wait for the rest to end, then are judged; the one that failed is asked once
+    more. Never raises for a model or store failure: the offline decisions stay."""
     judge = engine.update_judge
     if judge is None:
         return 0
     decided = 0
     for node_id in ids:
-        if judge.resting:
-            _judge_log.info("updates.llm_resting", namespace=namespace, id=node_id)
-            continue
-        try:
-            with engine.caches.use(namespace) as view, engine.store.snapshot() as conn:
-                view.bits.refresh(conn)
-                row = conn.execute("SELECT rid, content, created_at FROM nodes "
-                                   "WHERE namespace = ? AND id = ? AND status = 'live'",
-                                   (namespace, node_id)).fetchone()
-                if row is None:
-                    continue  # forgotten or superseded meanwhile
-                rid, content, created = int(row[0]), str(row[1]), float(row[2])
-                vector = stored(conn, namespace, [rid]).get(rid)
-                fresh = Fresh(rid=rid, id=node_id, content=content, created_at=created,
-                              vector=vector)
-                near = nearest_live(conn, namespace, fresh, view.bits)
-                older = ([(o, 1.0) for o in decided_by(conn, namespace, node_id)]
-                         + [(o, cos) for o, cos in near if o.created_at <= created])
-                older = list({o.id: (o, c) for o, c in reversed(older)}.values())[::-1]
-                older = older[:engine.config.updates.llm_candidates]
-            if not older:
-                continue
+        for attempt in (1, 2):
+            if judge.resting:
+                _judge_log.warning("updates.llm_resting", namespace=namespace, id=node_id,
+                                   seconds=round(judge.rest_left(), 1), model=judge.model)
+                if not judge.wait_rest():
+                    return decided  # closed while resting: the offline decisions stay
             try:
-                relations = judge.ask(content, iso_date(created), [
-                    (o.id, o.content, iso_date(o.created_at)) for o, _ in older])
-            except LLMError:
-                engine.telemetry.llm_called(LLMRole.UPDATE_JUDGE, failed=True)
-                raise
-            engine.telemetry.llm_called(LLMRole.UPDATE_JUDGE, failed=False)
-            with engine.store.transaction(namespace) as conn:
-                decided += apply_judgement(conn, namespace, node_id, relations,
-                                           engine.clock(), judge.model)
-        except LLMError as exc:
-            _judge_log.warning("updates.llm_failed", namespace=namespace, id=node_id,
-                               error=str(exc), model=judge.model)
-        except StoreError as exc:
-            _judge_log.warning("updates.llm_not_written", namespace=namespace, id=node_id,
-                               error=str(exc))
+                decided += _judge_one(engine, judge, namespace, node_id)
+            except DistrustedAnswer as exc:
+                _judge_log.warning("updates.llm_distrusted", namespace=namespace, id=node_id,
+                                   error=str(exc), model=judge.model)
+            except LLMError as exc:
+                _judge_log.warning("updates.llm_failed", namespace=namespace, id=node_id,
+                                   error=str(exc), model=judge.model, attempt=attempt)
+                if judge.resting and attempt == 1:
+                    continue  # the endpoint failed: once more when the rest is over
+            except StoreError as exc:
+                _judge_log.warning("updates.llm_not_written", namespace=namespace, id=node_id,
+                                   error=str(exc))
+            break
     return decided
+
+
+def _judge_one(engine: Engine, judge: LLMUpdateJudge, namespace: str, node_id: str) -> int:
+    with engine.caches.use(namespace) as view, engine.store.snapshot() as conn:
+        view.bits.refresh(conn)
+        row = conn.execute("SELECT rid, content, created_at FROM nodes "
+                           "WHERE namespace = ? AND id = ? AND status = 'live'",
+                           (namespace, node_id)).fetchone()
+        if row is None:
+            return 0  # forgotten or superseded meanwhile
+        rid, content, created = int(row[0]), str(row[1]), float(row[2])
+        vector = stored(conn, namespace, [rid]).get(rid)
+        fresh = Fresh(rid=rid, id=node_id, content=content, created_at=created, vector=vector)
+        near = nearest_live(conn, namespace, fresh, view.bits)
+        older = ([(o, 1.0) for o in decided_by(conn, namespace, node_id)]
+                 + [(o, cos) for o, cos in near if o.created_at <= created])
+        older = list({o.id: (o, c) for o, c in reversed(older)}.values())[::-1]
+        older = older[:engine.config.updates.llm_candidates]
+    if not older:
+        return 0
+    try:
+        relations = judge.ask(content, iso_date(created), [
+            (o.id, o.content, iso_date(o.created_at)) for o, _ in older])
+    except LLMError:
+        engine.telemetry.llm_called(LLMRole.UPDATE_JUDGE, failed=True)
+        raise
+    engine.telemetry.llm_called(LLMRole.UPDATE_JUDGE, failed=False)
+    new = read(content)
+    support = {o.id: model_support(read(o.content), new, cos) for o, cos in older}
+    with engine.store.transaction(namespace) as conn:
+        return apply_judgement(conn, namespace, node_id, relations, engine.clock(),
+                               judge.model, support)

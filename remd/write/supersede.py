@@ -343,14 +343,22 @@ def restore(conn: Connection, ns: str, node_id: str) -> Restored:
 Judge = Callable[[Connection, str, Sequence[Fresh], float], list[Decision]]
 
 
+MODEL_ALONE = 0.6  # a CONTRADICTS edge's weight when only the model says "update"
+
+
 def apply_judgement(conn: Connection, ns: str, newer: str, relations: dict[str, str],
-                    at: float, model: str) -> int:
-    """Write a model's judgement of a new memory against older ones (:mod:`remd.llm.judge`):
-    "update" supersedes the older one (an offline CONTRADICTS edge between them is replaced),
-    "add" and "same" undo an offline decision about it. Pairs the user decided stay as the
-    user left them. Returns how many pairs changed."""
+                    at: float, model: str, support: dict[str, str] | None = None) -> int:
+    """Write a model's judgement of a new memory against older ones (:mod:`remd.llm.judge`).
+    A weak model answers "update" for unrelated pairs, so its "update" acts only as far as the
+    offline reading agrees (``support``, older id -> :func:`remd.text.updates.model_support`;
+    an older memory an offline decision already joins to the newer one is "supersede"):
+    "supersede" supersedes the older one (an offline CONTRADICTS edge between them is
+    replaced), "contradict" makes at most a CONTRADICTS edge (the newer ranks first, both stay
+    live), and "" does nothing. "add" and "same" undo an offline decision about it. Pairs the
+    user decided stay as the user left them. Returns how many pairs changed."""
     vetoed = _vetoes(conn, ns, [newer])
     graph = GraphWriter(conn, ns)
+    support = support or {}
     changed = 0
     for older, relation in relations.items():
         if (newer, older) in vetoed:
@@ -360,11 +368,23 @@ def apply_judgement(conn: Connection, ns: str, newer: str, relations: dict[str, 
             f"AND live = 1 AND type IN ({','.join('?' * len(DECIDED))})",
             (ns, newer, older, *DECIDED)).fetchall()
         kinds = {str(t) for _, t in edges}
-        if relation == "update" and EdgeType.SUPERSEDES.value not in kinds:
+        backed = "supersede" if edges else support.get(older, "")
+        if relation == "update" and backed == "supersede" and (
+                EdgeType.SUPERSEDES.value not in kinds):
             graph.retire_edges([eid for eid, _ in edges], _MODEL)
             _write(conn, ns, Decision(newer=newer, older=older, verdict=Verdict(
-                VerdictKind.UPDATE, 1.0, f"the model ({model}) judged it an update")), at)
+                VerdictKind.UPDATE, 1.0, f"the model ({model}) judged it an update; the "
+                "offline reading finds one attribute of one subject")), at)
             changed += 1
+        elif relation == "update" and backed == "contradict" and not edges:
+            _write(conn, ns, Decision(newer=newer, older=older, verdict=Verdict(
+                VerdictKind.MAYBE, MODEL_ALONE, f"the model ({model}) judged it an update; "
+                "the offline reading finds no shared attribute, so both stay live")), at)
+            changed += 1
+        elif relation == "update" and not backed:
+            log.info("update.llm_unsupported", namespace=ns, newer=newer, older=older,
+                     model=model)
+            continue
         elif relation in ("add", "same") and edges:
             graph.retire_edges([eid for eid, _ in edges], _MODEL)
             if EdgeType.SUPERSEDES.value in kinds:
