@@ -289,6 +289,9 @@ class RemConfig(_Section):
     hold_days: float = Field(30.0, ge=0, description=(
         "a rollback holds its members back from later runs (the daemon's too) for this many "
         "days, or until they change; run-rem --include-held ignores holds; 0: no hold"))
+    llm_skip_days: float = Field(7.0, ge=0, description=(
+        "a cluster the model failed at (an error, an echo, a detail lost) is not asked of the "
+        "same model and prompt again with the same members for this many days; 0: always"))
 
 
 MIN_TOKEN_CHARS = 16

@@ -164,9 +164,10 @@ def numbered(server: LLMServer, index: int = -1) -> list[int]:
 
 
 def fragments_of(body: dict[str, Any]) -> list[str]:
-    """The fragment texts of a synthesis request."""
-    return [html.unescape(m.group("text"))
-            for m in _FRAGMENT.finditer(body["messages"][-1]["content"])]
+    """The fragment texts of a synthesis request (its first user message holds them; a
+    re-ask's last one is the follow-up)."""
+    users = [str(m["content"]) for m in body["messages"] if m["role"] == "user"]
+    return [html.unescape(m.group("text")) for m in _FRAGMENT.finditer(users[0] if users else "")]
 
 
 def huge(n_chars: int) -> Behaviour:

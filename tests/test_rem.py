@@ -528,8 +528,8 @@ ALICE = ["Alice moved to Berlin because Acme opened an office there.",
 def llm_synth(server: LLMServer, *, counted: bool = False, **settings: Any) -> LLMSynthesiser:
     """The LLM synthesiser against the loopback server; ``counted``: answers are held to the
     cluster's token target (as make_synthesiser builds it)."""
-    s = LLMSettings(base_url=server.base_url, api_key="sk-test", model="test-model",
-                    **{"max_retries": 2, **settings})
+    s = LLMSettings(base_url=server.base_url, api_key="sk-test",
+                    **{"model": "test-model", "max_retries": 2, **settings})
     return LLMSynthesiser(LLMClient(s, sleep=lambda _: None),
                           count=TokenCounter().count if counted else None)
 

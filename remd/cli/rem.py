@@ -98,6 +98,7 @@ def run_rem_cmd(c: Ctx, dry_run: bool, as_of: float | None, include_held: bool,
         click.echo(f"cluster {cluster.cluster_no} ({len(cluster.members)} memories, "
                    f"coherence {cluster.coherence:.2f}): "
                    + (f"would fold {cluster.folded}" if cluster.status == "committed"
+                      else f"unverified: {cluster.reason}" if cluster.status == "unverified"
                       else f"would skip: {cluster.reason}"))
         for member in cluster.members:
             click.echo(f"  {member.id}  {member.preview}")

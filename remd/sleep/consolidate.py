@@ -31,13 +31,17 @@ from remd.sleep import holds
 from remd.sleep.cluster import Cluster, specific_cap
 from remd.sleep.merge import synthesis_limit
 from remd.sleep.merge import target_tokens as target_tokens  # the density target
+from remd.sleep.remruns import CHANGED as _CHANGED
+from remd.sleep.remruns import ECHO, AskedBefore
+from remd.sleep.remruns import LOSES as _LOSES
+from remd.sleep.remruns import UNREADABLE as _UNREADABLE
 from remd.sleep.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
 from remd.store.seam import Connection
 from remd.text.clauses import Member, attribute, split
 from remd.text.details import missing
 from remd.text.readability import problems
 from remd.text.tagging import extract_entities, is_verb_form, normalise_tag
-from remd.text.words import STOP_WORDS
+from remd.text.words import STOP_WORDS, content_words
 from remd.write.graph import GraphWriter, NodeRow, mark_embedded
 
 if TYPE_CHECKING:
@@ -46,11 +50,9 @@ if TYPE_CHECKING:
 log = get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
-_CHANGED = "a member changed since the run was planned"
-_LOSES = "the synthesis would lose details"
-_UNREADABLE = "the synthesis would not read well"
+# (the reasons a cluster is skipped: remd.sleep.remruns counts them by kind)
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]], int]  # ..., target tokens
-Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser
+Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser | AskedBefore
 
 
 class ClusterStatus(StrEnum):
@@ -115,6 +117,7 @@ class ClusterWriter:
         self._members: dict[int, list[int]] = {}
         # Per committed cluster that a split folded in part: the members left out (held).
         self.left_out: dict[int, list[int]] = {}
+        self.by_model = False  # the answers come from an LLM (the run sets it)
 
     def cluster(self, no: int) -> list[int]:
         """The members (flagged positions) of cluster ``no``."""
@@ -145,6 +148,8 @@ class ClusterWriter:
         synthesis does not all keep stays live; fewer than two folded members is a skip."""
         no, frags, _, _ = job
         members = self._members[no]
+        if isinstance(answer, AskedBefore):
+            return members, str(answer)
         if isinstance(answer, LLMError | InvalidInput | NotDenser):
             return members, f"{type(answer).__name__}: {answer}"
         if answer.replaces:  # a split: the synthesis stands for some members only
@@ -153,6 +158,9 @@ class ClusterWriter:
             frags = [f for f in frags if f.id in ids]
             if len(members) < 2 or len(members) != len(ids):
                 return members, "the synthesis names members that are not the cluster's"
+        said = {w.lower() for f in frags for w in content_words(f.content)}
+        if said and not {w.lower() for w in content_words(answer.synthesis)} & said:
+            return members, ECHO  # a small model wrote its prompt's example back
         lost = {k: missing(self.m.content[self.m.rids[k]], answer.synthesis) for k in members}
         kept = [k for k in members if not lost[k]]
         # Of the members it would fold, the answer must name the names and numbers (an LLM
@@ -235,9 +243,13 @@ class ClusterWriter:
             # file at work, not a fault either.
             # A synthesis that would drop a member's detail is the detail check at work: the
             # members stay live, and the run's outcomes say which words (info).
+            # A model's answer the checks refused (a template echoed, details lost) is the
+            # model failing at its job: a warning, as its failures are.
             routine = isinstance(answer, NotDenser) or reason == _CHANGED
             emit = log.debug if routine else (
-                log.info if reason.startswith((_LOSES, _UNREADABLE)) else log.warning)
+                log.info if isinstance(answer, AskedBefore) or (
+                    reason.startswith((_LOSES, _UNREADABLE)) and not self.by_model)
+                else log.warning)
             emit("rem.cluster_skipped", namespace=self.ns, run_id=self.run_id,
                  cluster=no, size=len(members), reason=reason)
         return {"cluster_no": no, "status": status,

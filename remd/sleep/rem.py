@@ -55,10 +55,13 @@ from remd.sleep.leases import write_lease
 from remd.sleep.merge import Embed
 from remd.sleep.remplan import Plan, plan_run
 from remd.sleep.remruns import (
+    ASKED_BEFORE,
+    AskedBefore,
     MemberPreview,
     PlannedCluster,
     RemRun,
     RunStatus,
+    asked_before,
     finish_run,
     start_run,
 )
@@ -215,6 +218,7 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
                  unembedded=plan.unembedded)
         writer = ClusterWriter(engine, ns, run_id, at, _members(plan), lambda conn: write_lease(
             conn, ns, run_id, engine.clock()))
+        writer.by_model = isinstance(synth, LLMSynthesiser)
         jobs = [writer.job(no, c) for no, c in enumerate(plan.clusters)]
         if progress:
             progress(ClusterOutcome(cluster_no=-1, done=0, total=len(jobs),
@@ -223,11 +227,23 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
         done = 0
         t0 = time.perf_counter()
         next_no = len(jobs)
+        # A cluster the same model and prompt failed at, with the same members, lately: its
+        # answer would be the same; not asked again (remd.sleep.remruns.asked_before).
+        before = asked_before(engine, ns, synth, at) if writer.by_model else {}
+        again = [j for j in jobs if frozenset(f.id for f in j[1]) in before]
+        for job in again:
+            run = before[frozenset(f.id for f in job[1])]
+            outcome = writer.write(job, AskedBefore(
+                f"{ASKED_BEFORE}: run {run} skipped these members with this model and prompt"))
+            done += 1
+            if progress:
+                progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
+        jobs = [j for j in jobs if j not in again]
         for job, answer in _answers(synth, jobs, workers, stop):
             outcome = writer.write(job, _counted(engine, synth, answer))
             done += 1
             if progress:
-                progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
+                progress(ClusterOutcome(done=done, total=len(jobs) + len(again), **outcome))
             # A split folded part of the cluster: what it left out may still merge on its own
             # ("Druvorhos costs ..." restated, beside "Druvorhos went live ..." restated).
             while len(left := writer.left_out.pop(job[0], [])) >= 2 and not stop():
@@ -235,9 +251,10 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
                 next_no += 1
                 outcome = writer.write(job, _counted(engine, synth, _synthesise(synth, job)))
                 if progress:
-                    progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
+                    progress(ClusterOutcome(done=done, total=len(jobs) + len(again),
+                                            **outcome))
         timings["synthesise_and_write"] = time.perf_counter() - t0
-        if done < len(jobs):
+        if done < len(jobs) + len(again):
             status = RunStatus.INTERRUPTED
         t0 = time.perf_counter()
         if writer.synthesis_rids:  # one batch; a crash before this leaves them in the backlog
@@ -269,11 +286,16 @@ def _members(plan: Plan) -> Members:
         content=plan.content, vectors=plan.vectors, live_before=plan.live_before)
 
 
+UNVERIFIED = "unverified"  # a dry run's cluster the model would be asked about
+NOT_ASKED = "a dry run never asks the model: the run will, and its checks decide"
+
+
 def _dry_run(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, *,
              include_held: bool, stop: Callable[[], bool]) -> RemRun:
-    """The plan of a run and what the run would do with each cluster: the synthesiser is
-    asked (an LLM one too) and the run's checks applied (ClusterWriter.check), nothing is
-    written, so a dry run and the run after it agree."""
+    """The plan of a run and what the run would do with each cluster: the offline
+    synthesiser is asked and the run's checks applied (ClusterWriter.check), nothing is
+    written, so a dry run and the run after it agree. An LLM synthesiser is never asked: its
+    clusters are "unverified" (the run asks and checks)."""
     started = time.perf_counter()
     plan = plan_run(engine, ns, at, write=False, include_held=include_held)
     ids, imp = plan.scores.ids, plan.scores.scores.importance
@@ -295,6 +317,27 @@ def _dry_run(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser
             folded=0 if out["reason"] else out["size"]))
 
     next_no = len(jobs)
+    if isinstance(synth, LLMSynthesiser):
+        # A dry run never spends the model (a 1.5B model on a CPU took minutes a run, and the
+        # run asked again): each cluster is planned, unverified; one the model failed at
+        # lately is shown as the run will skip it.
+        before = asked_before(engine, ns, synth, at)
+        for job in jobs:
+            run = before.get(frozenset(f.id for f in job[1]))
+            if run is not None:
+                record(job, AskedBefore(f"{ASKED_BEFORE}: run {run} skipped these members "
+                                        "with this model and prompt"),
+                       plan.clusters[job[0]].coherence)
+                continue
+            out_members = checker.cluster(job[0])
+            planned.append(PlannedCluster(
+                cluster_no=job[0], coherence=plan.clusters[job[0]].coherence, members=tuple(
+                    MemberPreview(id=ids[plan.flagged[m]], preview=_preview(plan.content[
+                        int(plan.scores.rids[plan.flagged[m]])]),
+                        importance=round(float(imp[plan.flagged[m]]), 6))
+                    for m in out_members),
+                status=UNVERIFIED, reason=NOT_ASKED, synthesis=None, folded=0))
+        jobs = []
     for job, answer in _answers(synth, jobs, workers, stop):
         record(job, _counted(engine, synth, answer), plan.clusters[job[0]].coherence)
         while len(left := checker.left_out.pop(job[0], [])) >= 2 and not stop():
@@ -303,11 +346,13 @@ def _dry_run(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser
             record(job, _counted(engine, synth, _synthesise(synth, job)), 0.0)
     planned.sort(key=lambda p: p.cluster_no)
     done = [p for p in planned if p.status == ClusterStatus.COMMITTED.value]
+    unverified = sum(1 for p in planned if p.status == UNVERIFIED)
     elapsed = time.perf_counter() - started
     return RemRun(
         run_id=None, namespace=ns, status=RunStatus.DRY_RUN, trigger=reason,
         flagged=len(plan.flagged), held=plan.held, clusters=len(planned),
-        synthesised=len(done), skipped=len(planned) - len(done), live_before=plan.live_before,
+        synthesised=len(done), skipped=len(planned) - len(done) - unverified,
+        live_before=plan.live_before,
         live_after=plan.live_before - sum(p.folded for p in done) + len(done),
         synthesiser=synth.name, model=synth.model, prompt_version=synth.prompt_version,
         started_at=at, timings={**{k: round(v, 4) for k, v in plan.timings.items()},

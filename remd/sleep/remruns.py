@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from remd.errors import Conflict, InvalidInput, NotFound
 from remd.logs import get_logger
 from remd.sleep import holds
+from remd.sleep.importance import DAY
 from remd.sleep.leases import alive, lease_key, read_lease, write_lease
 
 if TYPE_CHECKING:
@@ -55,6 +57,55 @@ class PlannedCluster:
     reason: str | None = None
     synthesis: str | None = None
     folded: int = 0
+
+
+# Why a cluster was skipped (rem_clusters.reason begins with one of these), by kind: what
+# `run-rem --json` counts as ``skipped_by``.
+CHANGED = "a member changed since the run was planned"
+LOSES = "the synthesis would lose details"
+UNREADABLE = "the synthesis would not read well"
+ECHO = "the synthesis says nothing its members say (a template echoed)"
+ASKED_BEFORE = "not asked again"
+_SKIP_KINDS = (("NotDenser", "not_denser"), ("LLMError", "model_failed"),
+               ("InvalidInput", "model_failed"), (LOSES, "details"),
+               (UNREADABLE, "unreadable"), ("synthesis keeps", "coverage"),
+               (ECHO, "template_echo"), (CHANGED, "changed"), (ASKED_BEFORE, "asked_before"))
+
+
+class AskedBefore(Exception):
+    """A cluster not asked of the model again: the same members were skipped for a model
+    reason by the same model and prompt not long ago (:func:`asked_before`)."""
+
+
+# Kinds of skip that say the model failed at a cluster: asking the same model with the same
+# members again gives the same answer.
+_MODEL_KINDS = frozenset(("model_failed", "details", "unreadable", "coverage", "template_echo",
+                          "other"))
+
+
+def asked_before(engine: Engine, ns: str, synth: Synthesiser, at: float
+                 ) -> dict[frozenset[str], str]:
+    """Member id sets of clusters that the runs of the last ``rem.llm_skip_days`` (before
+    ``at``) skipped for a model reason with this synthesiser's model and prompt version, each
+    with the run that did. A new member, another model or prompt, or the days passing asks
+    again."""
+    since = at - engine.config.rem.llm_skip_days * DAY
+    rows = engine.store.query(
+        "SELECT c.members, c.reason, c.run_id FROM rem_clusters c JOIN rem_runs r "
+        "ON r.namespace = c.namespace AND r.run_id = c.run_id WHERE c.namespace = ? "
+        "AND c.status = 'skipped' AND r.synthesiser = ? AND r.model = ? "
+        "AND r.prompt_version = ? AND r.started_at > ? AND r.started_at <= ? "
+        "ORDER BY r.started_at", (ns, synth.name, synth.model, synth.prompt_version, since, at))
+    out: dict[frozenset[str], str] = {}
+    for members, reason, run_id in rows:
+        if skip_kind(str(reason or "")) in _MODEL_KINDS:
+            out[frozenset(str(m["id"]) for m in json.loads(members))] = str(run_id)
+    return out
+
+
+def skip_kind(reason: str) -> str:
+    """The kind of a skipped cluster's reason (see :data:`_SKIP_KINDS`; else "other")."""
+    return next((kind for prefix, kind in _SKIP_KINDS if reason.startswith(prefix)), "other")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,10 +152,17 @@ class RemRun:
     def dry_run(self) -> bool:
         return self.status is RunStatus.DRY_RUN
 
+    @property
+    def skipped_by(self) -> dict[str, int]:
+        """Skipped clusters by kind of reason (:func:`skip_kind`)."""
+        return dict(Counter(skip_kind(str(o.get("reason") or "")) for o in self.outcomes
+                            if o.get("status") == "skipped"))
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["status"] = self.status.value
         out["dry_run"] = self.dry_run
+        out["skipped_by"] = self.skipped_by
         if not self.dry_run:
             del out["plan"]
         if not self.flagged:
