@@ -99,3 +99,24 @@ def test_a_dry_run_never_calls_the_model(alice: Memory, llm_server: LLMServer) -
     assert plan.skipped == 0 and plan.synthesised == 0
     run = alice.run_rem(now=NOW, synthesiser=llm_synth(llm_server))
     assert run.synthesised == 1 and len(llm_server.requests) == 1  # asked once, by the run
+
+
+EXAM = ["I passed my driving exam on 3 May, first try.",
+        "Passed my driving exam on 3 May on the first try!",
+        "I got through my driving exam first time, on 3 May."]
+
+
+def test_a_synthesis_that_gives_the_speakers_life_to_someone_else_is_refused(
+        tmp_path: Path, llm_server: LLMServer) -> None:
+    with Memory(tmp_path / "e.db", clock=lambda: NOW) as m:
+        m.import_lines([line(t, YEAR_AGO - i * DAY) for i, t in enumerate(EXAM)])
+        llm_server.answer_with(good({"synthesis": "Maya passed her driving exam on 3 May, "
+                                                  "first try.", "key_entities": ["Maya"]}))
+        run = m.run_rem(now=NOW, synthesiser=llm_synth(llm_server))
+        assert run.synthesised == 0 and m.stats().live == 3
+        assert run.to_dict()["skipped_by"] == {"wrong_subject": 1}
+        # the same answer in the speaker's words is kept
+        llm_server.answer_with(good({"synthesis": "I passed my driving exam on 3 May, first "
+                                                  "try.", "key_entities": []}))
+        run = m.run_rem(now=NOW, synthesiser=llm_synth(llm_server, model="m2"))
+        assert run.synthesised == 1

@@ -32,7 +32,7 @@ from remd.sleep.cluster import Cluster, specific_cap
 from remd.sleep.merge import synthesis_limit
 from remd.sleep.merge import target_tokens as target_tokens  # the density target
 from remd.sleep.remruns import CHANGED as _CHANGED
-from remd.sleep.remruns import ECHO, AskedBefore
+from remd.sleep.remruns import ECHO, WHOSE, AskedBefore
 from remd.sleep.remruns import LOSES as _LOSES
 from remd.sleep.remruns import UNREADABLE as _UNREADABLE
 from remd.sleep.synthesis import NOT_NAMES, Fragment, SynthesisAnswer
@@ -51,6 +51,8 @@ log = get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
 # (the reasons a cluster is skipped: remd.sleep.remruns counts them by kind)
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our|"
+                           r"ours)\b", re.IGNORECASE)
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]], int]  # ..., target tokens
 Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser | AskedBefore
 
@@ -175,7 +177,13 @@ class ClusterWriter:
             return members, (_LOSES + " its members hold (names and "
                              "numbers, words): " + ", ".join(words[:8])
                              + ("…" if len(words) > 8 else ""))
-        bad = problems(answer.synthesis, [self.m.content[self.m.rids[k]] for k in kept])
+        texts = [self.m.content[self.m.rids[k]] for k in kept]
+        if any(_FIRST_PERSON.search(t) for t in texts) and not _FIRST_PERSON.search(
+                answer.synthesis):
+            # what the speaker said of themself now reads as someone else's ("I passed my exam"
+            # became "Maya passed her exam")
+            return members, f"{WHOSE}: its members speak as 'I', it does not"
+        bad = problems(answer.synthesis, texts)
         if bad:  # what a person would not write (remd.text.readability), offline or a model's
             return members, f"{_UNREADABLE}: " + "; ".join(bad[:3])
         return kept, None

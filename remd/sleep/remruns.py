@@ -66,10 +66,14 @@ LOSES = "the synthesis would lose details"
 UNREADABLE = "the synthesis would not read well"
 ECHO = "the synthesis says nothing its members say (a template echoed)"
 ASKED_BEFORE = "not asked again"
-_SKIP_KINDS = (("NotDenser", "not_denser"), ("LLMError", "model_failed"),
+WHOSE = "the synthesis changes whose it is"
+_SKIP_KINDS = (("NotDenser", "not_denser"), ("LLMError: LLM synthesis is", "too_long"),
+               ("LLMError", "model_failed"),
+               ("LLMStatusError", "endpoint"), ("LLMUnavailable", "endpoint"),
                ("InvalidInput", "model_failed"), (LOSES, "details"),
                (UNREADABLE, "unreadable"), ("synthesis keeps", "coverage"),
-               (ECHO, "template_echo"), (CHANGED, "changed"), (ASKED_BEFORE, "asked_before"))
+               (ECHO, "template_echo"), (CHANGED, "changed"), (ASKED_BEFORE, "asked_before"),
+               (WHOSE, "wrong_subject"))
 
 
 class AskedBefore(Exception):
@@ -78,9 +82,10 @@ class AskedBefore(Exception):
 
 
 # Kinds of skip that say the model failed at a cluster: asking the same model with the same
-# members again gives the same answer.
-_MODEL_KINDS = frozenset(("model_failed", "details", "unreadable", "coverage", "template_echo",
-                          "other"))
+# members again gives the same answer (an endpoint down or slow, or an answer that is not the
+# JSON asked for, is not one: a server's fault, asked again).
+_MODEL_KINDS = frozenset(("too_long", "details", "unreadable", "coverage", "template_echo",
+                          "wrong_subject", "other"))
 
 
 def asked_before(engine: Engine, ns: str, synth: Synthesiser, at: float
