@@ -10,7 +10,8 @@ updates with varied phrasing), ``memorylens`` (memorylens-bench 0.4.0 with remd 
 ``rem`` (LoCoMo recall and live nodes before and after a forced REM cycle), ``personal``
 (forty personal memories: the right one first at 40 tokens, tokens used with the relevance
 floor, nothing stale), ``truth`` (everyday updates, fact edits, no-loss consolidation and a
-simulated life against the truth issue's targets: benchmarks/eval/truth.py).
+simulated life against the truth issue's targets: benchmarks/eval/truth.py), ``llm`` (the update
+judge, tagging and REM beside a real model given by ``--llm-url``: benchmarks/eval/llm_eval.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from benchmarks.eval.report import machine_line
 from remd.logs import configure_logging
 
-SECTIONS = ("locomo", "drift", "memorylens", "rem", "personal", "truth")
+SECTIONS = ("locomo", "drift", "memorylens", "rem", "personal", "truth", "llm")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -54,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--densities", type=float, nargs="+", default=None,
                     help="REM section: offline synthesis densities to compare (default: the "
                          "config's rem.offline_density)")
+    ap.add_argument("--llm-url", default=None, metavar="URL",
+                    help="llm section: an OpenAI-compatible base URL (python -m "
+                         "benchmarks.llm_local start serves a local model); without it the "
+                         "section is skipped")
+    ap.add_argument("--llm-model", default="local", help="llm section: the model name")
     args = ap.parse_args(argv)
     # The tables go to stdout; remd's own log lines (REM runs, warnings) to stderr.
     configure_logging("console", "warning", stream=sys.stderr)
@@ -84,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.eval import truth
 
         truth.main(["--skip", "life"] if args.quick else [])
+    if "llm" in args.only:
+        from benchmarks.eval import llm_eval
+
+        llm_eval.section(args.llm_url, args.llm_model)
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0
 
