@@ -24,6 +24,7 @@ slower), waits for ``/health`` and prints ``http://127.0.0.1:PORT/v1``; ``stop``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -159,10 +160,8 @@ def stop(cache: Path) -> None:
     if not pidfile.exists():
         return
     pid = int(json.loads(pidfile.read_text())["pid"])
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     pidfile.unlink()
 
 

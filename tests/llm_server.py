@@ -4,9 +4,10 @@ Each request to ``POST /v1/chat/completions`` consumes the next scripted behavio
 ``raw``, ``status``, ``empty_choices``, ``null_content``, ``slow``, ``huge``, ``body``,
 ``hangup``, ``echo_auth``, and what a small local model did: ``all_update``, ``verbatim``
 near-verbatim over-target syntheses, ``template_echo``; a slow first call is ``slow`` scripted
-first, a garbled id a ``good`` answer naming it); once the script is used up the server repeats its default. Every
-request body is recorded, and the client's address, so tests can assert what was sent and over
-how many connections (the server speaks HTTP/1.1 and keeps connections alive, as real ones do).
+first, a garbled id a ``good`` answer naming it); once the script is used up the server
+repeats its default. Every request body is recorded, and the client's address, so tests can
+assert what was sent and over how many connections (the server speaks HTTP/1.1 and keeps
+connections alive, as real ones do).
 Other conftests load the fixtures with ``pytest_plugins = ["tests.llm_server"]``.
 """
 

@@ -6,7 +6,6 @@ the judging instead of skipping it. Real SQLite file, real embedder."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,16 @@ from remd import Memory
 from remd.config import Config, load_config
 from remd.logs import capture_events
 from remd.models import EdgeType, NodeStatus
-from tests.llm_server import (LLMServer, all_update, good, numbered, raw, refused_base_url,
-                              slow, status)
+from tests.llm_server import (
+    LLMServer,
+    all_update,
+    good,
+    numbered,
+    raw,
+    refused_base_url,
+    slow,
+    status,
+)
 from tests.test_updates import Clock, saved
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")

@@ -8,9 +8,7 @@ benchmarks/eval (everyday, everyday_check, life, fact_edits).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -18,13 +16,11 @@ from click.testing import CliRunner
 
 from remd import Memory
 from remd.cli.main import main
-from remd.config import Config, load_config
+from remd.config import Config
 from remd.errors import InvalidInput
-from remd.logs import capture_events
 from remd.models import EdgeType, NodeStatus
 from remd.text.updates import judge, read
 from remd.write.supersede import Fresh, judge_pending
-from tests.llm_server import LLMServer, good, raw, refused_base_url, status
 from tests.test_http import serve
 
 DAY = 86_400.0

@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                          "benchmarks.llm_local start serves a local model); without it the "
                          "section is skipped")
     ap.add_argument("--llm-model", default="local", help="llm section: the model name")
+    ap.add_argument("--llm-parts", nargs="+", choices=["judge", "tagging", "rem"],
+                    default=["judge", "tagging", "rem"], help="llm section: which parts")
     args = ap.parse_args(argv)
     # The tables go to stdout; remd's own log lines (REM runs, warnings) to stderr.
     configure_logging("console", "warning", stream=sys.stderr)
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if "llm" in args.only:
         from benchmarks.eval import llm_eval
 
-        llm_eval.section(args.llm_url, args.llm_model)
+        llm_eval.section(args.llm_url, args.llm_model, tuple(args.llm_parts))
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0
 

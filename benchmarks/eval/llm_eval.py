@@ -37,6 +37,7 @@ from remd import Memory
 from remd.config import load_config
 from remd.logs import capture_events
 from remd.models import EdgeType, NodeStatus
+from remd.write.exchange import iso
 
 DATA = Path(__file__).resolve().parent / "data"
 DAY = 86_400.0
@@ -131,7 +132,7 @@ def rem_part(url: str, model: str, work: Path) -> dict[str, Any]:
         for s, item in enumerate(sets):
             for j, text in enumerate(item["fragments"]):
                 at = START - (10 * s + j) * DAY
-                lines.append(json.dumps({"content": text, "created_at": at}))
+                lines.append(json.dumps({"content": text, "created_at": iso(at)}))
         m.import_lines(lines)
         t0 = time.perf_counter()
         first = m.run_rem(now=now)
