@@ -68,7 +68,19 @@ def test_the_prompt_numbers_the_memories_and_never_shows_their_ids(
     llm_mem.engine.drain()
     prompt = llm_server.messages()[-1]["content"]
     assert '<memory n="1"' in prompt and old not in prompt and "lesson 40" in prompt
-    assert llm_mem.get(old).status is NodeStatus.LIVE  # the model said both stay true
+    # a sure offline update stands against the model's "add" (the user can restore it)
+    assert llm_mem.get(old).status is NodeStatus.SUPERSEDED
+
+
+def test_the_models_add_undoes_a_probable_update(llm_mem: Memory, clock: Clock,
+                                                 llm_server: LLMServer) -> None:
+    (old,) = first(llm_mem, clock, llm_server, "For my hay fever I take cetirizine.")
+    llm_server.answer_with(good({"decisions": [{"n": 1, "relation": "add"}]}))
+    saved(llm_mem, clock, "I'm on fexofenadine for the allergies now, the other tablets "
+                          "made me drowsy.")
+    llm_mem.engine.drain()
+    assert llm_mem.get(old).status is NodeStatus.LIVE
+    assert not links(llm_mem, old, EdgeType.CONTRADICTS)  # the model said both stay true
 
 
 def test_the_models_update_supersedes_where_the_reading_finds_one_attribute(
@@ -101,6 +113,15 @@ def test_the_model_alone_never_supersedes_an_unrelated_memory(
     assert llm_mem.get(resus).status is NodeStatus.LIVE
     (edge,) = links(llm_mem, resus, EdgeType.CONTRADICTS)
     assert edge.src == rota and "model" in (edge.context or "")
+
+
+def test_the_model_alone_never_supersedes_what_only_shares_an_attribute(
+        llm_mem: Memory, clock: Clock, llm_server: LLMServer) -> None:
+    (car,) = first(llm_mem, clock, llm_server, "My car is a blue Fiat Panda.")
+    llm_server.answer_with(good({"decisions": [{"n": 1, "relation": "update"}]}))
+    saved(llm_mem, clock, "The car needs new tyres before winter.")
+    llm_mem.engine.drain()
+    assert llm_mem.get(car).status is NodeStatus.LIVE  # one car, no other value
 
 
 def test_an_answer_calling_every_memory_updated_is_distrusted(

@@ -326,10 +326,12 @@ def one_attribute(a: Reading, b: Reading) -> bool:
 
 def model_support(old: Reading, new: Reading, cos: float) -> str:
     """What the offline reading grants a model's "update" of ``old`` by ``new``: "supersede"
-    (one attribute of one subject: an offline verdict, another value in one frame's place, or
-    one frame that holds one value at a time), "contradict" (one subject, and shared words or
-    sentences :data:`UNALIKE` alike or more: at most a probable update) or "" (unrelated: "I live in
-    Leeds" never updates "I have two cats", whatever a model says)."""
+    (an offline verdict, or another value in the place of one attribute of one subject: a
+    frame's slot, or two names in one attribute that holds one value),
+    "contradict" (one subject, and one attribute, shared words or sentences :data:`UNALIKE`
+    alike or more: "my car is a blue Fiat" / "the car needs new tyres" speak of one car, not
+    of another) or "" (unrelated: "I live in Leeds" never updates "I have two cats", whatever
+    a model says)."""
     if judge(old, new, cos) is not None:
         return "supersede"
     shared = old.words & new.words
@@ -337,9 +339,9 @@ def model_support(old: Reading, new: Reading, cos: float) -> str:
         return "supersede"
     if not same_subject(old, new):
         return ""
-    if one_attribute(old, new):
-        return "supersede"
-    return "contradict" if shared or cos >= UNALIKE else ""
+    if one_attribute(old, new) and old.names and new.names and not old.names & new.names:
+        return "supersede"  # one attribute that holds one value, each naming another one
+    return "contradict" if one_attribute(old, new) or shared or cos >= UNALIKE else ""
 
 
 def probability(features: dict[str, float]) -> float:

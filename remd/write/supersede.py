@@ -354,8 +354,9 @@ def apply_judgement(conn: Connection, ns: str, newer: str, relations: dict[str, 
     an older memory an offline decision already joins to the newer one is "supersede"):
     "supersede" supersedes the older one (an offline CONTRADICTS edge between them is
     replaced), "contradict" makes at most a CONTRADICTS edge (the newer ranks first, both stay
-    live), and "" does nothing. "add" and "same" undo an offline decision about it. Pairs the
-    user decided stay as the user left them. Returns how many pairs changed."""
+    live), and "" does nothing. "add" and "same" undo a probable offline decision (a
+    CONTRADICTS edge), never a sure one (SUPERSEDES: the user restores). Pairs the user decided
+    stay as the user left them. Returns how many pairs changed."""
     vetoed = _vetoes(conn, ns, [newer])
     graph = GraphWriter(conn, ns)
     support = support or {}
@@ -385,10 +386,15 @@ def apply_judgement(conn: Connection, ns: str, newer: str, relations: dict[str, 
             log.info("update.llm_unsupported", namespace=ns, newer=newer, older=older,
                      model=model)
             continue
+        elif relation in ("add", "same") and EdgeType.SUPERSEDES.value in kinds:
+            # a sure offline update stands against the model's word (a 1.5B model called
+            # "we finally moved to Sheffield" an addition to "I live in Leeds"); `remd
+            # restore` undoes it
+            log.info("update.llm_overruled", namespace=ns, newer=newer, older=older,
+                     relation=relation, model=model)
+            continue
         elif relation in ("add", "same") and edges:
             graph.retire_edges([eid for eid, _ in edges], _MODEL)
-            if EdgeType.SUPERSEDES.value in kinds:
-                graph.unsupersede(older, only_superseded=True)
             changed += 1
         log.info("update.llm_decided", namespace=ns, newer=newer, older=older,
                  relation=relation, model=model)
