@@ -7,11 +7,13 @@ files, the real embedder, the offline synthesiser)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from remd import Memory, NodeStatus
+from remd.sleep.remruns import RemRun
 from remd.text.clauses import parse, render, split
 from remd.text.readability import problems
 from tests.conftest import Clock
@@ -35,6 +37,16 @@ def old(m: Memory, clock: Clock, texts: list[str]) -> list[str]:
         clock.advance(DAY)
         ids.append(m.save(text).id)
     return ids
+
+
+@pytest.fixture
+def podcast(db_path: Path) -> Iterator[tuple[Memory, Clock, RemRun]]:
+    """The podcast's fragments and filler, a year old, and the REM run that folded them."""
+    clock = Clock(1_700_000_000.0)
+    with Memory(db_path, clock=clock) as m:
+        old(m, clock, PODCAST + FILLER)
+        clock.advance(YEAR)
+        yield m, clock, m.run_rem(now=clock.now)
 
 
 def test_split_and_render_a_fusion_and_a_merge() -> None:
@@ -68,45 +80,40 @@ def test_a_synthesis_that_reads_well_has_no_problem() -> None:
 
 
 @pytest.mark.backends
-def test_a_synthesis_is_packed_by_the_clause_the_question_needs(db_path: Path) -> None:
-    clock = Clock(1_700_000_000.0)
-    with Memory(db_path, clock=clock) as m:
-        old(m, clock, PODCAST + FILLER)
-        clock.advance(YEAR)
-        run = m.run_rem(now=clock.now)
-        synth = m.store.query("SELECT id, content, clauses, tokens FROM nodes "
-                              "WHERE kind = 'synthesis'")
-        assert run.synthesised >= 1 and synth
-        sid, content, raw, tokens = next(r for r in synth if "mic" in r[1].lower())
-        clauses = parse(raw)
-        assert clauses is not None and all(c.members and c.at for c in clauses.clauses)
-        pack = m.inject("which mic do I use for the podcast?", 60)
-        item = next(i for i in pack.items if i.id == sid)
-        assert "Rode" in item.content and item.tokens < tokens and "of" in item.part
-        assert item.tokens == m.engine.counter.count(item.content)
-        assert pack.tokens_used == m.engine.counter.count(pack.text) <= 60
+def test_a_synthesis_is_packed_by_the_clause_the_question_needs(
+        podcast: tuple[Memory, Clock, RemRun]) -> None:
+    m, _, run = podcast
+    synth = m.store.query("SELECT id, content, clauses, tokens FROM nodes "
+                          "WHERE kind = 'synthesis'")
+    assert run.synthesised >= 1 and synth
+    sid, content, raw, tokens = next(r for r in synth if "mic" in r[1].lower())
+    clauses = parse(raw)
+    assert clauses is not None and all(c.members and c.at for c in clauses.clauses)
+    pack = m.inject("which mic do I use for the podcast?", 60)
+    item = next(i for i in pack.items if i.id == sid)
+    assert "Rode" in item.content and item.tokens < tokens and "of" in item.part
+    assert item.tokens == m.engine.counter.count(item.content)
+    assert pack.tokens_used == m.engine.counter.count(pack.text) <= 60
 
 
 @pytest.mark.backends
-def test_an_update_after_rem_retires_the_clause_it_changes(db_path: Path) -> None:
-    clock = Clock(1_700_000_000.0)
-    with Memory(db_path, clock=clock) as m:
-        old(m, clock, PODCAST + FILLER)
-        clock.advance(YEAR)
-        assert m.run_rem(now=clock.now).synthesised >= 1
-        (sid, raw), = [(i, c) for i, t, c in m.store.query(
-            "SELECT id, content, clauses FROM nodes WHERE kind = 'synthesis'") if "mic" in t]
-        clock.advance(DAY)
-        new = m.save("For the garden podcast I switched to a Shure SM7B, the Rode went back "
-                     "to Ines.").id
-        bundle = parse(m.store.scalar("SELECT clauses FROM nodes WHERE id = ?", (sid,)))
-        assert bundle is not None
-        retired = [c for c in bundle.clauses if not c.live]
-        assert retired and all(c.by == new for c in retired)
-        assert m.get(sid).status is NodeStatus.LIVE  # its other clauses still hold
-        clock.advance(DAY)
-        text = m.inject("which mic do I use for the podcast?", 200).text
-        assert "Shure" in text and "borrowed" not in text
+def test_an_update_after_rem_retires_the_clause_it_changes(
+        podcast: tuple[Memory, Clock, RemRun]) -> None:
+    m, clock, run = podcast
+    assert run.synthesised >= 1
+    (sid, raw), = [(i, c) for i, t, c in m.store.query(
+        "SELECT id, content, clauses FROM nodes WHERE kind = 'synthesis'") if "mic" in t]
+    clock.advance(DAY)
+    new = m.save("For the garden podcast I switched to a Shure SM7B, the Rode went back "
+                 "to Ines.").id
+    bundle = parse(m.store.scalar("SELECT clauses FROM nodes WHERE id = ?", (sid,)))
+    assert bundle is not None
+    retired = [c for c in bundle.clauses if not c.live]
+    assert retired and all(c.by == new for c in retired)
+    assert m.get(sid).status is NodeStatus.LIVE  # its other clauses still hold
+    clock.advance(DAY)
+    text = m.inject("which mic do I use for the podcast?", 200).text
+    assert "Shure" in text and "borrowed" not in text
 
 
 @pytest.mark.backends

@@ -56,6 +56,20 @@ def first(m: Memory, clock: Clock, server: LLMServer, *texts: str) -> list[str]:
     return ids
 
 
+def first_answered(relation: str) -> Any:
+    """The model's answer for the first memory it is shown, whatever the others."""
+    return good({"decisions": [{"n": 1, "relation": relation}]})
+
+
+def judged(m: Memory, clock: Clock, server: LLMServer, relation: str, text: str) -> str:
+    """Save ``text`` while the model answers ``relation`` for the first memory it is shown;
+    its id once the judge has run."""
+    server.answer_with(first_answered(relation))
+    (new,) = saved(m, clock, text)
+    m.engine.drain()
+    return new
+
+
 def links(m: Memory, node_id: str, kind: EdgeType) -> list[Any]:
     return [e for e in m.links(node_id) if e.type is kind]
 
@@ -63,9 +77,7 @@ def links(m: Memory, node_id: str, kind: EdgeType) -> list[Any]:
 def test_the_prompt_numbers_the_memories_and_never_shows_their_ids(
         llm_mem: Memory, clock: Clock, llm_server: LLMServer) -> None:
     (old,) = first(llm_mem, clock, llm_server, "I'm on lesson 40 of my Japanese course.")
-    llm_server.answer_with(good({"decisions": [{"n": 1, "relation": "add"}]}))
-    saved(llm_mem, clock, "Finished lesson 95 of Japanese last night!")
-    llm_mem.engine.drain()
+    judged(llm_mem, clock, llm_server, "add", "Finished lesson 95 of Japanese last night!")
     prompt = llm_server.messages()[-1]["content"]
     assert '<memory n="1"' in prompt and old not in prompt and "lesson 40" in prompt
     # a sure offline update stands against the model's "add" (the user can restore it)
@@ -75,10 +87,8 @@ def test_the_prompt_numbers_the_memories_and_never_shows_their_ids(
 def test_the_models_add_undoes_a_probable_update(llm_mem: Memory, clock: Clock,
                                                  llm_server: LLMServer) -> None:
     (old,) = first(llm_mem, clock, llm_server, "For my hay fever I take cetirizine.")
-    llm_server.answer_with(good({"decisions": [{"n": 1, "relation": "add"}]}))
-    saved(llm_mem, clock, "I'm on fexofenadine for the allergies now, the other tablets "
-                          "made me drowsy.")
-    llm_mem.engine.drain()
+    judged(llm_mem, clock, llm_server, "add", "I'm on fexofenadine for the allergies now, the "
+                                              "other tablets made me drowsy.")
     assert llm_mem.get(old).status is NodeStatus.LIVE
     assert not links(llm_mem, old, EdgeType.CONTRADICTS)  # the model said both stay true
 
@@ -86,9 +96,8 @@ def test_the_models_add_undoes_a_probable_update(llm_mem: Memory, clock: Clock,
 def test_the_models_update_supersedes_where_the_reading_finds_one_attribute(
         llm_mem: Memory, clock: Clock, llm_server: LLMServer) -> None:
     (old,) = first(llm_mem, clock, llm_server, "My manager is Henrik.")
-    llm_server.answer_with(good({"decisions": [{"n": 1, "relation": "update"}]}))
-    (new,) = saved(llm_mem, clock, "Sanne is who I report to.")  # no cue: not sure offline
-    llm_mem.engine.drain()
+    # no cue: not sure offline
+    new = judged(llm_mem, clock, llm_server, "update", "Sanne is who I report to.")
     assert llm_mem.get(old).status is NodeStatus.SUPERSEDED
     (edge,) = links(llm_mem, old, EdgeType.SUPERSEDES)
     assert edge.src == new and "model" in (edge.context or "")
@@ -99,17 +108,15 @@ def test_the_model_alone_never_supersedes_an_unrelated_memory(
     cats, resus = first(llm_mem, clock, llm_server, "I have two cats.",
                         "I'm in resus most shifts at the moment, love it.")
     # a weak model: "update" for each memory it is shown, one at a time
-    llm_server.answer_with(good({"decisions": [{"n": 1, "relation": "update"}]}))
     with capture_events() as events:
-        saved(llm_mem, clock, "I live in Leeds.")
-        llm_mem.engine.drain()
+        judged(llm_mem, clock, llm_server, "update", "I live in Leeds.")
     assert llm_mem.get(cats).status is NodeStatus.LIVE
     assert not llm_mem.links(cats)  # not even a CONTRADICTS
     assert any(e["event"] == "update.llm_unsupported" for e in events)
     # one subject and alike sentences, no shared attribute the reading knows: a probable
     # update at most, both live, the newer ranked first
-    (rota,) = saved(llm_mem, clock, "The rota has me in majors for the next few months.")
-    llm_mem.engine.drain()
+    rota = judged(llm_mem, clock, llm_server, "update",
+                  "The rota has me in majors for the next few months.")
     assert llm_mem.get(resus).status is NodeStatus.LIVE
     (edge,) = links(llm_mem, resus, EdgeType.CONTRADICTS)
     assert edge.src == rota and "model" in (edge.context or "")
@@ -118,9 +125,7 @@ def test_the_model_alone_never_supersedes_an_unrelated_memory(
 def test_the_model_alone_never_supersedes_what_only_shares_an_attribute(
         llm_mem: Memory, clock: Clock, llm_server: LLMServer) -> None:
     (car,) = first(llm_mem, clock, llm_server, "My car is a blue Fiat Panda.")
-    llm_server.answer_with(good({"decisions": [{"n": 1, "relation": "update"}]}))
-    saved(llm_mem, clock, "The car needs new tyres before winter.")
-    llm_mem.engine.drain()
+    judged(llm_mem, clock, llm_server, "update", "The car needs new tyres before winter.")
     assert llm_mem.get(car).status is NodeStatus.LIVE  # one car, no other value
 
 
@@ -166,7 +171,7 @@ def test_a_rest_delays_the_judging_and_never_skips_it(tmp_path: Path, clock: Clo
         henrik, lessons = first(m, clock, llm_server, "My manager is Henrik.",
                                 "I'm on lesson 40 of my Japanese course.")
         # the first call fails: the judge rests, then asks again; the next save waits too
-        llm_server.answer_with(good({"decisions": [{"n": 1, "relation": "update"}]}))
+        llm_server.answer_with(first_answered("update"))
         llm_server.script(status(500))
         asked = len(llm_server.requests)
         with capture_events() as events:

@@ -94,8 +94,7 @@ class LLMUpdateJudge:
 
     @property
     def resting(self) -> bool:
-        with self._lock:
-            return self._clock() < self._resting_until
+        return self.rest_left() > 0
 
     def rest_left(self) -> float:
         """Seconds until the rest after an endpoint failure ends (0: not resting)."""

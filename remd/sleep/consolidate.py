@@ -40,6 +40,7 @@ from remd.store.seam import Connection
 from remd.text.clauses import Member, attribute, split
 from remd.text.details import missing
 from remd.text.readability import problems
+from remd.text.reading import speaks_as_self
 from remd.text.tagging import extract_entities, is_verb_form, normalise_tag
 from remd.text.words import STOP_WORDS, content_words
 from remd.write.graph import GraphWriter, NodeRow, mark_embedded
@@ -51,8 +52,6 @@ log = get_logger("remd.rem")
 
 _CAUSAL_TYPES = ("DEPENDS_ON", "EXTENDS", "CONTRADICTS", "SUPERSEDES")
 # (the reasons a cluster is skipped: remd.sleep.remruns counts them by kind)
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our|"
-                           r"ours)\b", re.IGNORECASE)
 Job = tuple[int, list[Fragment], list[tuple[str, str, str]], int]  # ..., target tokens
 Answer = SynthesisAnswer | LLMError | InvalidInput | NotDenser | AskedBefore
 
@@ -178,8 +177,7 @@ class ClusterWriter:
                              "numbers, words): " + ", ".join(words[:8])
                              + ("…" if len(words) > 8 else ""))
         texts = [self.m.content[self.m.rids[k]] for k in kept]
-        if any(_FIRST_PERSON.search(t) for t in texts) and not _FIRST_PERSON.search(
-                answer.synthesis):
+        if any(speaks_as_self(t) for t in texts) and not speaks_as_self(answer.synthesis):
             # what the speaker said of themself now reads as someone else's ("I passed my exam"
             # became "Maya passed her exam")
             return members, f"{WHOSE}: its members speak as 'I', it does not"

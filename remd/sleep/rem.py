@@ -55,7 +55,6 @@ from remd.sleep.leases import write_lease
 from remd.sleep.merge import Embed
 from remd.sleep.remplan import Plan, plan_run
 from remd.sleep.remruns import (
-    ASKED_BEFORE,
     AskedBefore,
     MemberPreview,
     PlannedCluster,
@@ -230,20 +229,22 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
         # A cluster the same model and prompt failed at, with the same members, lately: its
         # answer would be the same; not asked again (remd.sleep.remruns.asked_before).
         before = asked_before(engine, ns, synth, at) if writer.by_model else {}
-        again = [j for j in jobs if frozenset(f.id for f in j[1]) in before]
-        for job in again:
-            run = before[frozenset(f.id for f in job[1])]
-            outcome = writer.write(job, AskedBefore(
-                f"{ASKED_BEFORE}: run {run} skipped these members with this model and prompt"))
+        total = len(jobs)
+        ask: list[Job] = []
+        for job in jobs:
+            run = before.get(_member_ids(job))
+            if run is None:
+                ask.append(job)
+                continue
+            outcome = writer.write(job, AskedBefore(run))
             done += 1
             if progress:
-                progress(ClusterOutcome(done=done, total=len(jobs), **outcome))
-        jobs = [j for j in jobs if j not in again]
-        for job, answer in _answers(synth, jobs, workers, stop):
+                progress(ClusterOutcome(done=done, total=total, **outcome))
+        for job, answer in _answers(synth, ask, workers, stop):
             outcome = writer.write(job, _counted(engine, synth, answer))
             done += 1
             if progress:
-                progress(ClusterOutcome(done=done, total=len(jobs) + len(again), **outcome))
+                progress(ClusterOutcome(done=done, total=total, **outcome))
             # A split folded part of the cluster: what it left out may still merge on its own
             # ("Druvorhos costs ..." restated, beside "Druvorhos went live ..." restated).
             while len(left := writer.left_out.pop(job[0], [])) >= 2 and not stop():
@@ -251,10 +252,9 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
                 next_no += 1
                 outcome = writer.write(job, _counted(engine, synth, _synthesise(synth, job)))
                 if progress:
-                    progress(ClusterOutcome(done=done, total=len(jobs) + len(again),
-                                            **outcome))
+                    progress(ClusterOutcome(done=done, total=total, **outcome))
         timings["synthesise_and_write"] = time.perf_counter() - t0
-        if done < len(jobs) + len(again):
+        if done < total:
             status = RunStatus.INTERRUPTED
         t0 = time.perf_counter()
         if writer.synthesis_rids:  # one batch; a crash before this leaves them in the backlog
@@ -275,6 +275,10 @@ def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, 
     engine.telemetry.rem_tops(kept=tops.top_kept, changed=tops.top_changed)
     log.info("rem.recent_tops", namespace=ns, run_id=run_id, **tops.to_dict())
     return replace(result, usefulness=tops.to_dict())
+
+
+def _member_ids(job: Job) -> frozenset[str]:
+    return frozenset(f.id for f in job[1])
 
 
 def _members(plan: Plan) -> Members:
@@ -304,15 +308,17 @@ def _dry_run(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser
     workers = engine.config.llm.concurrency if isinstance(synth, LLMSynthesiser) else 1
     planned: list[PlannedCluster] = []
 
+    def previews(no: int) -> tuple[MemberPreview, ...]:
+        return tuple(MemberPreview(id=ids[plan.flagged[m]],
+                                   preview=_preview(plan.content[int(plan.scores.rids[
+                                       plan.flagged[m]])]),
+                                   importance=round(float(imp[plan.flagged[m]]), 6))
+                     for m in checker.cluster(no))
+
     def record(job: Job, answer: Answer, coherence: float) -> None:
         out = checker.preview(job, answer)
         planned.append(PlannedCluster(
-            cluster_no=job[0], coherence=coherence, members=tuple(
-                MemberPreview(id=ids[plan.flagged[m]],
-                              preview=_preview(plan.content[int(plan.scores.rids[
-                                  plan.flagged[m]])]),
-                              importance=round(float(imp[plan.flagged[m]]), 6))
-                for m in checker.cluster(job[0])),
+            cluster_no=job[0], coherence=coherence, members=previews(job[0]),
             status=out["status"].value, reason=out["reason"], synthesis=out["synthesis"],
             folded=0 if out["reason"] else out["size"]))
 
@@ -323,20 +329,14 @@ def _dry_run(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser
         # lately is shown as the run will skip it.
         before = asked_before(engine, ns, synth, at)
         for job in jobs:
-            run = before.get(frozenset(f.id for f in job[1]))
+            coherence = plan.clusters[job[0]].coherence
+            run = before.get(_member_ids(job))
             if run is not None:
-                record(job, AskedBefore(f"{ASKED_BEFORE}: run {run} skipped these members "
-                                        "with this model and prompt"),
-                       plan.clusters[job[0]].coherence)
-                continue
-            out_members = checker.cluster(job[0])
-            planned.append(PlannedCluster(
-                cluster_no=job[0], coherence=plan.clusters[job[0]].coherence, members=tuple(
-                    MemberPreview(id=ids[plan.flagged[m]], preview=_preview(plan.content[
-                        int(plan.scores.rids[plan.flagged[m]])]),
-                        importance=round(float(imp[plan.flagged[m]]), 6))
-                    for m in out_members),
-                status=UNVERIFIED, reason=NOT_ASKED, synthesis=None, folded=0))
+                record(job, AskedBefore(run), coherence)
+            else:
+                planned.append(PlannedCluster(
+                    cluster_no=job[0], coherence=coherence, members=previews(job[0]),
+                    status=UNVERIFIED, reason=NOT_ASKED, synthesis=None, folded=0))
         jobs = []
     for job, answer in _answers(synth, jobs, workers, stop):
         record(job, _counted(engine, synth, answer), plan.clusters[job[0]].coherence)

@@ -78,7 +78,11 @@ _SKIP_KINDS = (("NotDenser", "not_denser"), ("LLMError: LLM synthesis is", "too_
 
 class AskedBefore(Exception):
     """A cluster not asked of the model again: the same members were skipped for a model
-    reason by the same model and prompt not long ago (:func:`asked_before`)."""
+    reason by the same model and prompt not long ago (:func:`asked_before`), in ``run``."""
+
+    def __init__(self, run: str) -> None:
+        super().__init__(f"{ASKED_BEFORE}: run {run} skipped these members with this model "
+                         "and prompt")
 
 
 # Kinds of skip that say the model failed at a cluster: asking the same model with the same

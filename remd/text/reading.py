@@ -19,7 +19,7 @@ from remd.text import words as tx
 from remd.text.numbers import plain_numbers
 from remd.text.tagging import is_verb_form
 
-__all__ = ["Reading", "asked_person", "person_kind", "read", "stem"]
+__all__ = ["Reading", "asked_person", "person_kind", "read", "speaks_as_self", "stem"]
 
 
 def _phrases(text: str) -> list[str]:
@@ -336,7 +336,7 @@ def _person(body: str, low: str, names: frozenset[str]) -> str:
     if m and m.group(1) in _RELATIONS:
         return m.group(1)
     runs = tx.name_runs(body)
-    first_person = bool(set(tx.words(low)) & _FIRST_PERSON)
+    first_person = speaks_as_self(low)
     if runs and body.lstrip().startswith(runs[0][0]) and runs[0][0].casefold() in names:
         person = runs[0][0].casefold()
         after = body.lstrip()[len(runs[0][0]):len(runs[0][0]) + 2]
@@ -349,6 +349,11 @@ def _person(body: str, low: str, names: frozenset[str]) -> str:
 
 
 _ASKED_RELATION = re.compile(r"\b(?:my|our)\s+(\w+)(?:\s+(\w+))?")
+
+
+def speaks_as_self(text: str) -> bool:
+    """Does ``text`` speak in the first person ("I", "my", "we", "our", ...)?"""
+    return bool(set(tx.words(text.lower().replace("\u2019", "'"))) & _FIRST_PERSON)
 
 
 def asked_person(question: str) -> str:
@@ -365,7 +370,7 @@ def asked_person(question: str) -> str:
         return named[0].removesuffix("'s")
     if re.search(r"\b(?:the|our|my) user(?:'s)?\b", low):  # an agent's word for the speaker
         return "self"
-    return "self" if set(tx.words(low)) & _FIRST_PERSON else ""
+    return "self" if speaks_as_self(low) else ""
 
 
 def person_kind(person: str) -> str:

@@ -297,16 +297,10 @@ class GraphWriter:
             self.add_edge(by, node_id, EdgeType.SUPERSEDES, at, weight=1.0,
                           context="update: every clause of the synthesis was updated")
 
-    def unsupersede(self, node_id: str, *, only_superseded: bool = False) -> None:
-        """Live again, with no end (an update decision undone); ``only_superseded``: if it is
-        superseded."""
-        if only_superseded:
-            self.conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
-                              "WHERE namespace = ? AND id = ? AND status = 'superseded'",
-                              (self.ns, node_id))
-        else:
-            self.conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
-                              "WHERE namespace = ? AND id = ?", (self.ns, node_id))
+    def unsupersede(self, node_id: str) -> None:
+        """Live again, with no end (an update decision undone)."""
+        self.conn.execute("UPDATE nodes SET status = 'live', valid_until = NULL "
+                          "WHERE namespace = ? AND id = ?", (self.ns, node_id))
 
     def forget(self, rid: int) -> None:
         """Soft-delete: status forgotten."""

@@ -347,7 +347,7 @@ MODEL_ALONE = 0.6  # a CONTRADICTS edge's weight when only the model says "updat
 
 
 def apply_judgement(conn: Connection, ns: str, newer: str, relations: dict[str, str],
-                    at: float, model: str, support: dict[str, str] | None = None) -> int:
+                    at: float, model: str, support: dict[str, str]) -> int:
     """Write a model's judgement of a new memory against older ones (:mod:`remd.llm.judge`).
     A weak model answers "update" for unrelated pairs, so its "update" acts only as far as the
     offline reading agrees (``support``, older id -> :func:`remd.text.updates.model_support`;
@@ -359,7 +359,6 @@ def apply_judgement(conn: Connection, ns: str, newer: str, relations: dict[str, 
     stay as the user left them. Returns how many pairs changed."""
     vetoed = _vetoes(conn, ns, [newer])
     graph = GraphWriter(conn, ns)
-    support = support or {}
     changed = 0
     for older, relation in relations.items():
         if (newer, older) in vetoed:
