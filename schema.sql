@@ -65,14 +65,14 @@ CREATE TABLE tags (
 -- live mirrors nodes.status = 'live' (triggers below), so a tag's best live memories come from
 -- one range scan of node_tags_live_top however many dead rows the tag has (0004).
 CREATE TABLE node_tags (
-    tid    INTEGER NOT NULL REFERENCES tags (tid),
     rid    INTEGER NOT NULL REFERENCES nodes (rid),
-    weight REAL NOT NULL DEFAULT 1.0, live INTEGER NOT NULL DEFAULT 1,
+    tid    INTEGER NOT NULL REFERENCES tags (tid),
+    weight REAL NOT NULL DEFAULT 1.0,
+    live   INTEGER NOT NULL DEFAULT 1,
     namespace TEXT NOT NULL DEFAULT '',  -- its memory's and tag's (0011)
-    PRIMARY KEY (tid, rid)
+    PRIMARY KEY (rid, tid)               -- a memory's tags: a range of the table (0016)
 ) WITHOUT ROWID;
 CREATE INDEX node_tags_live_top ON node_tags (namespace, tid, live, weight DESC, rid DESC);
-CREATE INDEX node_tags_rid_cover ON node_tags (namespace, rid, tid, weight);  -- a memory's tags
 
 -- What a memory is about whatever its words (remd.text.frames.subject_keys): an attribute that
 -- holds one value at a time ("f:boss") or a standing habit's slot ("h:saturday morning"). Update
@@ -160,20 +160,30 @@ CREATE TABLE node_vec_bit (
 -- Covering index: the in-process index loads (rid, bits) of a namespace without touching vec.
 CREATE INDEX node_vec_bit_ns ON node_vec_bit (namespace, rid, bits);
 
--- Deleted or replaced vectors bump vec_generation, and in-process bit indexes reload (0003).
-INSERT INTO remd_meta (key, value) VALUES ('vec_generation', '0');
+-- Deleted or replaced vectors bump their namespace's generation, and that namespace's
+-- in-process bit indexes reload (0003, per namespace since 0016).
+CREATE TABLE vec_generations (
+    namespace  TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+) WITHOUT ROWID;
 
 CREATE TRIGGER node_vec_bit_deleted AFTER DELETE ON node_vec_bit BEGIN
-    UPDATE remd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation';
+    INSERT INTO vec_generations (namespace, generation) VALUES (OLD.namespace, 1)
+    ON CONFLICT (namespace) DO UPDATE SET generation = generation + 1;
 END;
 
 CREATE TRIGGER node_vec_bit_updated AFTER UPDATE ON node_vec_bit BEGIN
-    UPDATE remd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation';
+    INSERT INTO vec_generations (namespace, generation)
+        SELECT OLD.namespace, 1 UNION SELECT NEW.namespace, 1
+    ON CONFLICT (namespace) DO UPDATE SET generation = generation + 1;
 END;
 
 CREATE TRIGGER node_vec_bit_replaced BEFORE INSERT ON node_vec_bit
 WHEN EXISTS (SELECT 1 FROM node_vec_bit WHERE rid = NEW.rid) BEGIN
-    UPDATE remd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation';
+    INSERT INTO vec_generations (namespace, generation)
+        SELECT namespace, 1 FROM node_vec_bit WHERE rid = NEW.rid
+        UNION SELECT NEW.namespace, 1
+    ON CONFLICT (namespace) DO UPDATE SET generation = generation + 1;
 END;
 
 -- One more embedding per sentence of a memory that has several (0010): a question that
@@ -189,7 +199,8 @@ CREATE INDEX sentence_vec_ns ON sentence_vec (namespace, sid, bits);
 CREATE INDEX sentence_vec_rid ON sentence_vec (rid);
 
 CREATE TRIGGER sentence_vec_deleted AFTER DELETE ON sentence_vec BEGIN
-    UPDATE remd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation';
+    INSERT INTO vec_generations (namespace, generation) VALUES (OLD.namespace, 1)
+    ON CONFLICT (namespace) DO UPDATE SET generation = generation + 1;
 END;
 
 -- Lexical index over node content (external content: rows are written by the store).

@@ -69,6 +69,10 @@ class StoreConfig(_Section):
         "thread (each holds ~3 file descriptors and SQLite's page cache)"))
     pool_wait_ms: int = Field(5000, ge=0, description=(
         "how long a caller waits for a free connection before PoolExhausted (busy)"))
+    resident_mb: int = Field(0, ge=0, description=(
+        "lock up to this many MB of the database file in memory (mlock), so that a question "
+        "after idle never waits for the disk: ~2,000 per million memories; 0 leaves paging "
+        "to the kernel (remd/store/resident.py)"))
 
 
 class EngineConfig(_Section):

@@ -284,6 +284,12 @@ class Memory:
             pairs = _supersede.contradictions(conn, self.namespace, memory_id)
         return [(self.get(a), self.get(b), w, c) for a, b, w, c in pairs]
 
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the SQLite file with its tables and indexes packed in key order (every
+        namespace's: the file is shared); (bytes before, bytes after). StoreError on
+        PostgreSQL."""
+        return self.store.compact()
+
     def stats(self) -> Stats:
         """Counts for this namespace."""
         return _stats.stats(self.store, self.namespace)

@@ -135,3 +135,32 @@ def test_a_save_and_a_synthesis_leave_the_same_rows(mem: Memory, backend: str) -
     assert synthesis["vector"] == memory["vector"] != []
     node = mem.get(mem.store.query("SELECT id FROM nodes WHERE rid = ?", (srid,))[0][0])
     assert node.kind.value == "synthesis" and node.tags == saved.tags
+
+
+def test_no_edge_names_a_tag_that_is_not_there(mem: Memory) -> None:
+    """PostgreSQL checks no foreign key on tag_edges (migration 0009_edge_checks): the writers
+    keep every edge between tags that exist, through saves, merges, renames, forgetting, a
+    REM run and its rollback, and an import."""
+    dangling = ("SELECT count(*) FROM tag_edges e WHERE e.namespace = ? AND ("
+                "NOT EXISTS (SELECT 1 FROM tags t WHERE t.namespace = e.namespace "
+                "AND t.tid = e.src) OR NOT EXISTS (SELECT 1 FROM tags t "
+                "WHERE t.namespace = e.namespace AND t.tid = e.dst))")
+    ns = mem.namespace
+    first = mem.save("Ines booked the ferry to Hydra for the second week of June",
+                     tags=["ferry", "hydra", "june"])
+    mem.save_many([f"Ferry timetable note {i}: the Hydra boat leaves Piraeus at {7 + i}:30"
+                   for i in range(12)], tags=["ferry", "timetable"])
+    mem.save("The Hydra rental has no wifi, bring the hotspot", tags=["hydra", "wifi"])
+    mem.merge_tags("timetable", "ferry")
+    mem.rename_tag("wifi", "internet")
+    mem.forget(first.id)
+    run = mem.run_rem(now=mem.clock() + 40 * 86400)
+    assert mem.store.scalar(dangling, (ns,)) == 0
+    if run.run_id and run.synthesised:
+        mem.rollback(run.run_id)
+    lines = list(mem.export_lines())
+    other = Memory.bound(mem.engine, "imported")
+    other.import_lines(lines)
+    assert mem.store.scalar("SELECT count(*) FROM tag_edges WHERE namespace = ?", (ns,)) > 0
+    for namespace in (ns, "imported"):
+        assert mem.store.scalar(dangling, (namespace,)) == 0

@@ -106,6 +106,40 @@ def test_a_new_file_has_the_schema_of_one_migrated_from_version_1(tmp_path: Path
 
 
 @pytest.mark.sqlite_only("SQLite migrations")
+def test_0016_keys_node_tags_by_memory_and_keeps_every_row(db_path: Path) -> None:
+    """A file at 0015 (node_tags keyed (tid, rid), a covering index by rid) opens with every
+    memory-tag row, its weight and live flag, keyed (rid, tid) with no second index by rid;
+    the live-flag triggers still follow the memory's status."""
+    old_file(db_path, "0015_synthesis_clauses")
+    conn = connect(db_path, StoreConfig())
+    with conn:
+        conn.execute("INSERT INTO tags (tid, namespace, name, df, created_at) VALUES "
+                     "(1, 'default', 'garden', 2, 0), (2, 'default', 'shed', 1, 0)")
+        for rid, status in ((1, "live"), (2, "superseded")):
+            conn.execute("INSERT INTO nodes (rid, id, namespace, kind, content, status, "
+                         "created_at, last_access, tokens) VALUES (?, ?, 'default', "
+                         "'episodic', 'The shed key is under the pot', ?, 0, 0, 8)",
+                         (rid, f"m{rid}", status))
+        conn.execute("INSERT INTO node_tags (namespace, tid, rid, weight) VALUES "
+                     "('default', 1, 1, 0.75), ('default', 2, 1, 1.0), ('default', 1, 2, 0.5)")
+    before = sorted(conn.execute("SELECT rid, tid, weight, live, namespace FROM node_tags"))
+    conn.close()
+    store = Store(db_path, StoreConfig())
+    with store.snapshot() as c:
+        after = sorted(c.execute("SELECT rid, tid, weight, live, namespace FROM node_tags"))
+        pk = [r[2] for r in c.execute("PRAGMA index_xinfo('sqlite_autoindex_node_tags_1')")][:2]
+        indexes = {r[1] for r in c.execute("PRAGMA index_list('node_tags')")}
+    assert after == before == [(1, 1, 0.75, 1, "default"), (1, 2, 1.0, 1, "default"),
+                               (2, 1, 0.5, 0, "default")]
+    assert pk == ["rid", "tid"]
+    assert indexes == {"sqlite_autoindex_node_tags_1", "node_tags_live_top"}
+    with store.transaction() as c:
+        c.execute("UPDATE nodes SET status = 'forgotten' WHERE rid = 1")
+    assert store.scalar("SELECT sum(live) FROM node_tags") == 0
+    store.close()
+
+
+@pytest.mark.sqlite_only("SQLite migrations")
 def test_migrations_are_applied_by_name(db_path: Path) -> None:
     """remd_migrations is read: a file that records every migration but one gets that one."""
     old_file(db_path, MIGRATIONS[-1][0])

@@ -92,6 +92,30 @@ def test_deleted_rows_leave_the_mirror(db_path: Path) -> None:
         assert len(mem.engine.caches.view(NS).bits) == 25
 
 
+def test_a_replaced_vector_reloads_only_its_own_namespace(db_path: Path) -> None:
+    """The vectors' generation is per namespace (migration 0016): replacing a vector of one
+    namespace leaves another namespace's bit index as it was, no reload, and its searches
+    exact."""
+    rng = np.random.default_rng(4)
+    vecs = _unit(rng, 80)
+    with Memory(db_path, embedder=None) as mem:
+        with mem.store.transaction() as conn:
+            write_vectors(conn, "a", list(range(1, 41)), vecs[:40])
+            write_vectors(conn, "b", list(range(41, 81)), vecs[40:])
+        assert knn(mem, "a", vecs[3], k=1)[0][0] == 4
+        assert knn(mem, "b", vecs[43], k=1)[0][0] == 44
+        b_index = mem.engine.caches.view("b").bits
+        built_at = b_index._generation
+        with mem.store.transaction() as conn:
+            write_vectors(conn, "a", [4], vecs[50])  # replaced: a's generation moves
+        with mem.store.snapshot() as conn:
+            generations = dict(conn.execute("SELECT namespace, generation FROM vec_generations"))
+        assert generations == {"a": 1}
+        assert knn(mem, "a", vecs[50], k=1)[0][0] == 4  # a reloaded: the new bits
+        assert knn(mem, "b", vecs[50], k=1)[0][0] == 51
+        assert mem.engine.caches.view("b").bits is b_index and b_index._generation == built_at
+
+
 def test_a_split_scan_finds_exactly_what_one_scan_finds() -> None:
     """The Hamming scan of a large namespace runs in parts on threads; the parts' best,
     merged by distance with ties in rid order, are the whole scan's best."""

@@ -426,6 +426,21 @@ def feedback(c: Ctx, pack_id: str, accept: bool, reject: bool) -> None:
         click.echo(f"feedback for {pack_id} was already recorded; nothing changed")
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def compact(c: Ctx, as_json: bool) -> None:
+    """Rewrite the SQLite file packed (VACUUM), e.g. after a bulk import: writers wait."""
+    started = time.monotonic()
+    with c.memory(embedder=None) as m:
+        before, after = m.compact()
+    seconds = round(time.monotonic() - started, 3)
+    if as_json:
+        echo_json({"bytes_before": before, "bytes_after": after, "seconds": seconds})
+    else:
+        click.echo(f"{before / 1e6:.1f} MB -> {after / 1e6:.1f} MB in {seconds:.1f} s")
+
+
 # -- the tag graph (remd.cli.tags) ----------------------------------------------------------------
 main.add_command(tags)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from remd.store.reads import int_scalar
 from remd.store.seam import Connection
-from remd.store.sqlite import int_scalar
 
 
 def _own(conn: Connection, namespace: str) -> tuple[str, list[Any]]:

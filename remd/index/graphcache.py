@@ -32,8 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.index import changelog
+from remd.store.reads import in_reads, rows_in
 from remd.store.seam import Connection
-from remd.store.sqlite import in_reads, rows_in
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.
 _EVICT_MAX = 4096

@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from remd.index import changelog
+from remd.store.reads import rows_in
 from remd.store.seam import Connection, Match
-from remd.store.sqlite import rows_in
 from remd.text.words import FUNCTION_WORDS, QUESTION_WORDS
 
 # remd/text/words.py's one stop list plus the words that only make a question: left out of the FTS5

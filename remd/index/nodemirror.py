@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.index import changelog
+from remd.store.reads import rows_in
 from remd.store.seam import Connection
-from remd.store.sqlite import rows_in
 
 STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}
 GONE = -1  # deleted, or moved to another namespace

@@ -54,7 +54,7 @@ def write_sentence_vectors(conn: Connection, namespace: str, rid: int,
     """Store the embeddings of a memory's sentences (``sentence_vec``, migration 0010), in the
     caller's transaction, replacing any it had."""
     m = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-    # Deleting no row fires no trigger: vec_generation moves only when rows are replaced.
+    # Deleting no row fires no trigger: the generation moves only when rows are replaced.
     conn.execute("DELETE FROM sentence_vec WHERE namespace = ? AND rid = ?", (namespace, rid))
     if not len(m):
         return
@@ -64,7 +64,9 @@ def write_sentence_vectors(conn: Connection, namespace: str, rid: int,
         [(int(rid), namespace, bits[i].tobytes(), small[i].tobytes()) for i in range(len(m))])
 
 
-_GENERATION = "SELECT value FROM remd_meta WHERE key = 'vec_generation'"
+# A namespace's vectors' generation: bumped when one of its rows is deleted or replaced (no
+# row until the first time).
+_GENERATION = "SELECT generation FROM vec_generations WHERE namespace = ?"
 
 
 class BitIndex:
@@ -78,8 +80,8 @@ class BitIndex:
     below ones already loaded, e.g. saved by another process whose embedding finished later) is
     caught by rescanning from the lowest rid still waiting for its embedding at the previous
     refresh; it is then inserted in order (a rare, whole-array re-sort). Deleted or replaced
-    rows (a REM rollback, a re-embed) bump ``vec_generation`` in remd_meta (migration 0003), and
-    the next refresh reloads the namespace in full.
+    rows (a REM rollback, a re-embed) bump the namespace's row of ``vec_generations`` (migrations
+    0003 and 0016), and the next refresh reloads the namespace in full.
     """
 
     def __init__(self, namespace: str, table: str = "node_vec_bit", *,
@@ -93,7 +95,7 @@ class BitIndex:
         self._rids: npt.NDArray[np.int64] = np.zeros(0, np.int64)
         self._n = 0
         self._floor: int | None = None  # lowest rid pending embedding at the last refresh
-        self._generation: str | None = None  # remd_meta vec_generation the mirror was built at
+        self._generation: str | None = None  # the vectors' generation the mirror was built at
         self._cells: bitcells.Cells | None = None  # large namespaces: remd/index/bitcells.py
         # From how many vectors the index keeps cells (0: never), and how many vectors a
         # question then scans ([inject] vector_cells_from, vector_cells_probe).
@@ -134,7 +136,7 @@ class BitIndex:
         (PostgreSQL sends them ahead in one message: PgConnection.prefetch)."""
         start = self._upto if self._floor is None else min(self._upto, self._floor - 1)
         key = self._key
-        return [(_GENERATION, ()),
+        return [(_GENERATION, (self.namespace,)),
                 *([("SELECT min(rid) FROM nodes WHERE namespace = ? AND embedded = 0",
                     (self.namespace,))] if key == "rid" else []),
                 (f"SELECT {key}, bits FROM {self.table} WHERE namespace = ? AND {key} > ? "
@@ -146,7 +148,7 @@ class BitIndex:
         Run it in the same read transaction as the search so both see one state of the file.
         """
         with self._lock:
-            generation = conn.execute(_GENERATION).fetchone()
+            generation = conn.execute(_GENERATION, (self.namespace,)).fetchone()
             gen = None if generation is None else str(generation[0])
             if gen != self._generation:  # rows deleted or replaced since: reload in full
                 self._n, self._floor, self._generation = 0, None, gen

@@ -8,8 +8,8 @@ from typing import Any
 
 from remd.errors import InvalidInput, NotFound
 from remd.models import Node, NodeKind, NodeStatus
+from remd.store.reads import rows_in
 from remd.store.seam import Store
-from remd.store.sqlite import rows_in
 from remd.write.graph import GraphWriter
 
 NODE_COLUMNS = (

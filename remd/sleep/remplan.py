@@ -21,7 +21,7 @@ from remd.sleep import holds
 from remd.sleep.cluster import Cluster, build_clusters
 from remd.sleep.importance import DAY, NamespaceScores, compute_importance, store_importance
 from remd.store.quantisation import from_int8
-from remd.store.sqlite import rows_in
+from remd.store.reads import rows_in
 from remd.text.clauses import parse, render
 from remd.text.tagging import name_tags
 from remd.text.updates import frame_slot, read

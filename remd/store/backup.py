@@ -46,8 +46,9 @@ from remd.config import StoreConfig
 from remd.errors import BackupError, BackupUnsupported, DestinationExists
 from remd.logs import get_logger
 from remd.store.postgres import is_url, shown
+from remd.store.reads import int_scalar
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION
-from remd.store.sqlite import connect, int_scalar
+from remd.store.sqlite import connect
 from remd.store.sqlitedialect import SqliteConnection
 from remd.store.walfiles import holders, is_sqlite
 

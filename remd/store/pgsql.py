@@ -66,6 +66,7 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "tag_log": (("namespace", "seq"),),
     "tag_parents": (("namespace", "child", "parent"),),
     "tags": (("namespace", "name"), ("namespace", "tid")),
+    "vec_generations": (("namespace",),),
 }
 
 # -- the lexer: what is not code is set aside as \x00n\x00 while the code is rewritten --------

@@ -51,7 +51,8 @@ URL_PREFIXES = ("postgresql://", "postgres://")
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
                                  "0003_namespace_keys", "0004_statement_triggers",
                                  "0005_exact_values", "0006_node_keys",
-                                 "0007_synthesis_clauses")
+                                 "0007_synthesis_clauses", "0008_vec_generations",
+                                 "0009_edge_checks")
 
 # Is a write refused here: the transaction's read-only setting (a hot standby, or the role's
 # default_transaction_read_only), and the first of remd's tables this role may not write.
@@ -303,6 +304,10 @@ class PgStore(Leases[PgConnection]):
     def pending_migrations(self) -> list[str]:
         """The names of this code's migrations the database lacks (none: current)."""
         return self._pending(self.applied())
+
+    def compact(self) -> tuple[int, int]:
+        raise StoreError("compact rewrites a SQLite file; on PostgreSQL, VACUUM (autovacuum) "
+                         "reclaims space: nothing to do here")
 
     def pool_waits(self) -> tuple[int, int]:
         """(leases that waited for a connection, leases that gave up) so far, as the

@@ -81,5 +81,6 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("0013_exact_values", _migration_sql("0013_exact_values")),  # store items kept exact
     ("0014_node_keys", _migration_sql("0014_node_keys")),  # what a memory is about
     ("0015_synthesis_clauses", _migration_sql("0015_synthesis_clauses")),  # dated clauses
+    ("0016_smaller_file", _migration_sql("0016_smaller_file")),  # node_tags by memory
 )
 SCHEMA_VERSION = len(MIGRATIONS)

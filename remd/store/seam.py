@@ -179,6 +179,11 @@ class Store(Protocol):
 
     def pool_waits(self) -> tuple[int, int]: ...
 
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the database tightly; (bytes before, bytes after). SQLite only: StoreError
+        on PostgreSQL, whose own VACUUM (autovacuum) reclaims space."""
+        ...
+
     def check_writable(self) -> None:
         """Raise StoreError (ReadOnlyStore when it can be read) naming why a write would be
         refused now; cheap, and takes no write lock (a readiness probe polls it)."""

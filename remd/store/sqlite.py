@@ -33,6 +33,8 @@ from remd.errors import (
 from remd.logs import get_logger
 from remd.store.checkpoints import Checkpointer
 from remd.store.quantisation import to_int8
+from remd.store.reads import int_scalar
+from remd.store.resident import Resident
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
 from remd.store.seam import Connection
 from remd.store.shared import Leases, refuse_unknown
@@ -104,33 +106,9 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> Sq
     return conn
 
 
-def int_scalar(conn: Connection, sql: str, params: Sequence[Any] = ()) -> int:
-    """The first column of the first row as an int (0 for no row or NULL), on ``conn`` as it
-    is: for reads inside a snapshot the caller already holds (``max(seq)`` of a change log)."""
-    row = conn.execute(sql, params).fetchone()
-    return int(row[0]) if row is not None and row[0] is not None else 0
-
-
-_IN_CHUNK = 500  # ids bound per statement by rows_in
-
-
-def rows_in(conn: Connection, sql: str, ids: Sequence[int],
-            before: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
-    """The rows of ``sql`` for ``ids``, bound as the ``IN ({marks})`` list it holds (after the
-    parameters ``before`` it, such as a namespace), in statements of at most 500 ids
-    (orderings in ``sql`` hold within each statement)."""
-    for statement in in_reads(sql, ids, before):
-        yield from conn.execute(*statement)
-
-
-def in_reads(sql: str, ids: Sequence[int], before: Sequence[Any] = ()
-             ) -> list[tuple[str, tuple[Any, ...]]]:
-    """The statements :func:`rows_in` runs (to send them ahead: PgConnection.prefetch)."""
-    out = []
-    for start in range(0, len(ids), _IN_CHUNK):
-        part = list(ids[start:start + _IN_CHUNK])
-        out.append((sql.format(marks=",".join("?" * len(part))), (*before, *part)))
-    return out
+def _file_bytes(path: str) -> int:
+    """The file and its WAL, in bytes."""
+    return sum(os.path.getsize(p) for p in (path, f"{path}-wal") if os.path.exists(p))
 
 
 def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
@@ -192,6 +170,7 @@ class Store(Leases[SqliteConnection]):
         self.identity: Identity | None = None  # the file, once the first connection opens it
         if config.checkpoint_pages > 0 and self.path != ":memory:":
             self.checkpointer = Checkpointer(self.path, config)
+        self.resident: Resident | None = None  # [store] resident_mb: the file kept in memory
         # ":memory:" is one database per connection: the pool keeps it to one.
         size = 1 if self.path == ":memory:" else config.max_connections
         self._slots = threading.BoundedSemaphore(size)
@@ -208,6 +187,8 @@ class Store(Leases[SqliteConnection]):
         self._logs: tuple[str, ...] = ()  # change logs the file has, pruned at each commit
         self.migrate()
         self._logs = tuple(t for t, v in _LOG_VERSIONS if self.schema_version() >= v)
+        if config.resident_mb and self.path != ":memory:":
+            self.resident = Resident(self.path, config.resident_mb << 20)
 
     # -- the pool -----------------------------------------------------------------------
     def _open(self) -> SqliteConnection:
@@ -273,6 +254,21 @@ class Store(Leases[SqliteConnection]):
         taking a lock (remd/store/walfiles.py)."""
         self.check_file()
         check_writable(self.path)
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the file with every table and index in key order (``VACUUM``: indexes that
+        grew by random inserts are left ~2/3 full), then fold the WAL back in and refresh the
+        planner's statistics; (bytes before, bytes after). Writers wait meanwhile (~1 min at
+        1M memories on a 2-core VM)."""
+        before = _file_bytes(self.path)
+        with self.connection() as conn:
+            try:
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("ANALYZE")
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+        return before, _file_bytes(self.path)
 
     def pool_waits(self) -> tuple[int, int]:
         """(leases that waited for a connection and got one, leases that gave up) so far."""
@@ -378,6 +374,8 @@ class Store(Leases[SqliteConnection]):
             except apsw.Error as exc:
                 raise _wrap(exc, self.path) from exc
             local.depth = 1
+            if self.resident is not None:
+                self.resident.refresh()  # (at most every few seconds: maps what the file gained)
             try:
                 yield conn
             except apsw.Error as exc:
@@ -468,6 +466,8 @@ class Store(Leases[SqliteConnection]):
                 conn.close()
         if self.checkpointer is not None:
             self.checkpointer.close()
+        if self.resident is not None:
+            self.resident.close()
 
 
 @contextlib.contextmanager
