@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.pg_local import schema_url  # noqa: E402
 from remd import Config, Memory  # noqa: E402
-from remd.config import EmbedConfig, InjectConfig  # noqa: E402
+from remd.config import EmbedConfig  # noqa: E402
 from remd.index.lexical import stem_counts  # noqa: E402
 from remd.index.vectors import write_vectors  # noqa: E402
 from remd.store.postgres import is_url  # noqa: E402
@@ -336,12 +336,17 @@ def measure(paths: Sequence[Path | str], planned: dict[str, npt.NDArray[np.float
 
 def bench_config(ap: argparse.ArgumentParser, pairs: Sequence[str]) -> Config:
     """The benchmarks' config: ``query_cache=0``, so every "+embed" ask pays the model, and
-    ``--set``'s ``[inject]`` KEY=VALUE ``pairs`` (a bad one is a usage error)."""
+    ``--set``'s KEY=VALUE ``pairs``: ``[inject]`` keys, or SECTION.KEY for another section
+    (``store.resident_mb=4096``; a bad one is a usage error)."""
     if any("=" not in kv for kv in pairs):
         ap.error("--set takes KEY=VALUE pairs")
-    overrides = dict(kv.split("=", 1) for kv in pairs)
+    sections: dict[str, dict[str, str]] = {"inject": {"query_cache": "0"}}
+    for kv in pairs:
+        key, value = kv.split("=", 1)
+        section, _, name = key.rpartition(".")
+        sections.setdefault(section or "inject", {})[name] = value
     try:
-        return Config(inject=InjectConfig(query_cache=0, **overrides))
+        return Config.model_validate(sections)
     except ValidationError as exc:
         ap.error(f"--set: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}")
 

@@ -48,10 +48,11 @@ BLOCK = 20
 TOP = 32
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """The process's resident (or, ``VmLck``, locked) memory in MB."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="also an arm \"1M cells\": the 1M file opened again with "
                          "[inject] vector_cells_from=N (its own questions)")
     ap.add_argument("--set", dest="overrides", metavar="KEY=VALUE", nargs="+", default=[],
-                    help="[inject] settings, e.g. vector_rerank=8")
+                    help="[inject] settings, e.g. vector_rerank=8, or SECTION.KEY=VALUE "
+                         "(store.resident_mb=4096)")
     args = ap.parse_args(argv)
     config = bench_config(ap, args.overrides)
     real = make_embedder(EmbedConfig())
@@ -211,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"- {label}: file {size / 1e9:.2f} GB ({size / n:,.0f} bytes per memory), "
                   f"first inject (loads the indexes) {loads[label] * 1000:.0f} ms")
         print(f"- RSS: {rss0:.0f} MB before the brute-force matrix, {rss1:.0f} MB with it "
-              f"({matrix_s:.1f} s to load), {rss2:.0f} MB after the warm-up of both files")
+              f"({matrix_s:.1f} s to load), {rss2:.0f} MB after the warm-up of both files, "
+              f"of which locked ([store] resident_mb) {rss_mb('VmLck'):.0f} MB")
         for label, mem in mems.items():
             with mem.engine.caches.use(mem.namespace) as view:
                 print(f"- {label}: the namespace's in-process state {view.nbytes() / 1e6:.1f} MB "

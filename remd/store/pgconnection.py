@@ -13,6 +13,7 @@ dialect differences of :class:`remd.store.seam.Connection` (the SQL: remd/store/
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -54,6 +55,11 @@ class _Cursor:
         while self._at < len(self._rows):
             self._at += 1
             yield self._rows[self._at - 1]
+
+
+# A statement that writes (and, without RETURNING, returns no rows): deferred in a write
+# transaction (PgConnection.deferred).
+_WRITE = re.compile(r"\s*(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 
 
 def _value(v: Any) -> Any:
@@ -125,6 +131,10 @@ class PgConnection:
         self.pending = ""
         # Set by the store: a new pooled connection in place of a broken one (which it takes).
         self.renew: Callable[[Any], Any] | None = None
+        # In a write transaction: writes that return nothing, translated and bound, not sent
+        # yet. They go in one pipeline with the next statement that returns rows, or with
+        # the COMMIT (:meth:`settle`): a save's inserts cost no round trip of their own.
+        self.deferred: list[tuple[str, Any]] = []
 
     @property
     def lost(self) -> bool:
@@ -163,8 +173,49 @@ class PgConnection:
 
         return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
 
+    def _writing(self) -> bool:
+        """In a transaction that has not failed (a write outside one is sent at once)."""
+        import psycopg.pq
+
+        return self.raw.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+
     def total_changes(self) -> int:
+        self.settle()
         return self.changes
+
+    def settle(self, then: Sequence[str] = ()) -> None:
+        """Send the deferred writes, and the statements ``then`` (a COMMIT: no parameters, no
+        rows), in one pipeline; an error of any of them is raised here."""
+        if self.deferred or then:
+            self._send_deferred(None, then)
+
+    def _send_deferred(self, read: tuple[str, Any] | None, then: Sequence[str] = ()
+                       ) -> list[tuple[Any, ...]]:
+        """The deferred writes, then ``read`` (translated SQL, bound parameters) whose rows
+        are returned, then ``then``: one round trip."""
+        import psycopg
+
+        pending, self.deferred = self.deferred, []
+        try:
+            cursors = []
+            with self.raw.pipeline():
+                for text, params in pending:
+                    cursors.append(cur := self.raw.cursor())
+                    cur.execute(text, params)
+                last = self.raw.cursor()
+                if read is not None:
+                    last.execute(*read)
+                for text in then:
+                    self.raw.cursor().execute(cast(Any, text))
+            self.changes += sum(max(c.rowcount, 0) for c in cursors)
+            if read is None or last.description is None:
+                self.changes += max(last.rowcount, 0) if read is not None else 0
+                return []
+            return last.fetchall()
+        except psycopg.Error as exc:
+            raise self.fail(exc) from exc
+        except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
+            raise InvalidInput("value is not valid UTF-8") from exc
 
     def execute(self, sql: str, params: Any = ()) -> _Cursor:
         import psycopg
@@ -178,6 +229,14 @@ class PgConnection:
                     return _Cursor(self.memo[key])
             else:
                 self.memo.clear()
+        if key is None:
+            bound = (translate(sql, bool(params)), _params(params) if params else None)
+            if (self.memo is None and _WRITE.match(sql) and "RETURNING" not in sql.upper()
+                    and self._writing()):
+                self.deferred.append(bound)  # sent with the next read or the COMMIT
+                return _Cursor([])
+            if self.deferred:
+                return _Cursor(self._send_deferred(bound))
         try:
             # Reads in a snapshot are bound server-side, so psycopg prepares the ones a
             # connection repeats (their plans are reused); everything else client-side.
@@ -207,6 +266,7 @@ class PgConnection:
             if got is not None:
                 return got
         self._begin()
+        self.settle()
         try:
             with psycopg.Cursor(self.raw) as cur:
                 _send(cur, sql, params, binary=True)
@@ -224,9 +284,13 @@ class PgConnection:
         if not rows:
             return
         self._begin()
+        single = _unnest(sql, rows) if len(rows) > 1 else None
+        if single is not None and self.memo is None and self._writing():
+            self.deferred.append(single)  # one statement, no rows: with the next read
+            return
+        self.settle()
         try:
             with self.raw.cursor() as cur:
-                single = _unnest(sql, rows) if len(rows) > 1 else None
                 if single is not None:
                     cur.execute(*single)
                 else:
@@ -288,6 +352,7 @@ class PgConnection:
         their cursors, rows in."""
         import psycopg
 
+        self.settle()
         begin, self.pending = self.pending, ""
         cursors: list[Any] = []
         later: list[Read] | None = None
@@ -369,6 +434,7 @@ class PgConnection:
         """Run several statements as they are (schema files: no translation)."""
         import psycopg
 
+        self.settle()
         try:
             self.raw.execute(cast(Any, sql))
         except psycopg.Error as exc:

@@ -164,6 +164,7 @@ class PgStore(Leases[PgConnection]):
             yield conn
         finally:
             self._local.conn = None
+            conn.deferred.clear()
             if conn.in_transaction and not conn.lost:  # a generator abandoned mid-block
                 with contextlib.suppress(Exception):
                     conn.raw.execute("ROLLBACK")  # never leak a lock
@@ -227,8 +228,8 @@ class PgStore(Leases[PgConnection]):
                 raise
             else:
                 try:
-                    # pruning and COMMIT: one round trip
-                    conn.script("; ".join(_commit(local.held)))
+                    # the deferred writes, pruning and COMMIT: one round trip
+                    conn.settle(then=_commit(local.held))
                 except ConnectionLost as exc:
                     raise ConnectionLost(
                         f"{exc} (lost while committing: the transaction may have committed)"
@@ -366,6 +367,7 @@ class PgStore(Leases[PgConnection]):
 
 
 def _rollback(conn: PgConnection) -> None:
+    conn.deferred.clear()  # writes not sent yet: never sent
     if conn.in_transaction and not conn.lost:
         with contextlib.suppress(Exception):
             conn.raw.execute("ROLLBACK")

@@ -68,6 +68,11 @@ class Connection(Protocol):
 
     def total_changes(self) -> int: ...
 
+    def settle(self) -> None:
+        """Send the writes the connection holds back (PostgreSQL defers writes that return
+        nothing to the next read or the COMMIT; a no-op on SQLite): their errors raise here."""
+        ...
+
     # -- reading ahead (a no-op on SQLite) -------------------------------------------------
     def prefetch(self, statements: Sequence[Read] | Callable[[], Sequence[Read]],
                  then: Callable[[], Sequence[Read]] | None = None) -> None:

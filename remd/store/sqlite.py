@@ -478,6 +478,7 @@ def savepoint(conn: Connection, local: threading.local, name: str) -> Iterator[N
     local.depth += 1
     try:
         yield
+        conn.settle()  # a deferred write's error rolls back to the savepoint (PostgreSQL)
     except BaseException:
         conn.execute(f"ROLLBACK TO {name}")
         conn.execute(f"RELEASE {name}")

@@ -30,6 +30,9 @@ class SqliteConnection(apsw.Connection):
     """An apsw connection to a remd file (opened by :func:`remd.store.sqlite.connect`)."""
 
     # -- reading ahead: nothing to save without round trips -------------------------------
+    def settle(self) -> None:
+        return None  # every statement runs when it is executed
+
     def prefetch(self, statements: Sequence[Read] | Callable[[], Sequence[Read]],
                  then: Callable[[], Sequence[Read]] | None = None) -> None:
         return None
