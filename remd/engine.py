@@ -33,8 +33,7 @@ from remd.index.caches import Caches
 from remd.llm.judge import LLMUpdateJudge
 from remd.llm.tagger import LLMTagger
 from remd.logs import get_logger
-from remd.store.backends import open_store
-from remd.store.postgres import is_url
+from remd.store import is_url, open_store
 from remd.telemetry import Telemetry
 from remd.text.embed import Embedder, Vectors, make_embedder
 from remd.text.tokens import TokenCounter

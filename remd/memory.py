@@ -21,6 +21,7 @@ from remd.checks import check_namespace, check_source, check_text, check_time
 from remd.config import Config
 from remd.engine import Engine, open_engine
 from remd.errors import InvalidInput
+from remd.index.noderows import NODE_COLUMNS, from_rows, rid_of
 from remd.logs import get_logger
 from remd.models import Edge, EdgeType, Node, Stats, TriggerReason
 from remd.query import edges as _edges
@@ -32,7 +33,6 @@ from remd.query import stats as _stats
 from remd.query import taggraph as _taggraph
 from remd.query.feedback import FeedbackResult
 from remd.query.namespaces import NamespaceCount, namespace_counts
-from remd.query.nodes import NODE_COLUMNS
 from remd.query.pack import Pack
 from remd.store.seam import Store
 from remd.text.embed import Embedder, Vectors
@@ -40,6 +40,7 @@ from remd.text.tagnames import check_tags
 from remd.text.tokens import TokenCounter
 from remd.write import backlog as _backlog
 from remd.write import exchange as _exchange
+from remd.write import forget as _forget
 from remd.write import supersede as _supersede
 from remd.write import tagtools as _tagtools
 from remd.write.exchange import ImportBatch, ImportResult
@@ -218,16 +219,16 @@ class Memory:
 
         Raises NotFound for an unknown id.
         """
-        _nodes.forget(self.store, self.namespace, node_id)
+        _forget.forget(self.store, self.namespace, node_id)
         log.info("memory.forgotten", id=node_id, namespace=self.namespace)
         return self.get(node_id)
 
     # -- reads --------------------------------------------------------------------------
     def _rid(self, node_id: str) -> int:
-        return _nodes.rid_of(self.store, self.namespace, node_id)
+        return rid_of(self.store, self.namespace, node_id)
 
     def nodes_from_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[Node]:
-        return _nodes.from_rows(self.store, rows)
+        return from_rows(self.store, rows)
 
     def get(self, node_id: str) -> Node:
         """The memory with this id in this namespace. Raises NotFound."""

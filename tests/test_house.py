@@ -169,6 +169,15 @@ def test_no_sql_above_the_engine() -> None:
     assert wrong == []
 
 
+def test_the_store_is_sealed() -> None:
+    """Outside remd/store, the store is ``remd.store`` (its public face) and ``remd.store.seam``
+    (the types): no module reaches a backend or a helper module of the store."""
+    allowed = {"remd.store", "remd.store.seam"}
+    wrong = [f"{name} -> {target}" for name, targets in GRAPH.items() if _group(name) != "store"
+             for target in targets if _group(target) == "store" and target not in allowed]
+    assert wrong == []
+
+
 def test_dialects_stay_in_the_store() -> None:
     """No module outside remd/store asks which database it is on."""
     wrong = [name for name, path in MODULES.items() if _group(name) != "store"

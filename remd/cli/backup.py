@@ -6,8 +6,7 @@ from __future__ import annotations
 import click
 
 from remd.cli.context import Ctx, echo_json, pass_ctx
-from remd.store.backup import Copy, backup_file, check_backup
-from remd.store.postgres import shown
+from remd.store import Copy, backup_file, check_backup, shown
 
 
 @click.command()

@@ -12,7 +12,7 @@ import click
 from remd.config import Config, load_config
 from remd.errors import StoreError
 from remd.memory import Memory
-from remd.store.postgres import is_url
+from remd.store import is_url
 from remd.write.exchange import iso
 
 

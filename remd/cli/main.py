@@ -25,7 +25,7 @@ from remd.cli.tags import tags
 from remd.errors import InvalidInput, RemdError, first_line
 from remd.logs import configure_logging
 from remd.models import MAX_SQL_INTEGER
-from remd.store.postgres import shown
+from remd.store import shown
 from remd.text.tagnames import check_tags
 from remd.write.exchange import node_to_dict, read_lines
 

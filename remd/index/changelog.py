@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from remd.store.reads import int_scalar
+from remd.store import int_scalar
 from remd.store.seam import Connection
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.index import changelog
-from remd.store.reads import in_reads, rows_in
+from remd.store import in_reads, rows_in
 from remd.store.seam import Connection
 
 # Past this many changed tags since the last look, dropping the cache beats evicting each.

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from remd.index import changelog
-from remd.store.reads import rows_in
+from remd.store import rows_in
 from remd.store.seam import Connection, Match
 from remd.text.words import FUNCTION_WORDS, QUESTION_WORDS
 

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.index import changelog
-from remd.store.reads import rows_in
+from remd.store import rows_in
 from remd.store.seam import Connection
 
 STATUS = {"live": 0, "deprecated": 1, "superseded": 2, "forgotten": 3}

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.index import bitcells
-from remd.store.quantisation import DIM, F32, from_int8, quantise, to_int8
+from remd.store import DIM, F32, from_int8, quantise, to_int8
 from remd.store.seam import Connection, Read, Store
 
 _WORDS = DIM // 64  # uint64 words per bit vector

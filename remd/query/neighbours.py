@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from remd.checks import check_text
 from remd.index import vectors as _vectors
+from remd.index.noderows import NODE_COLUMNS, from_rows
 from remd.models import Node
-from remd.query.nodes import NODE_COLUMNS, from_rows
 
 if TYPE_CHECKING:
     from remd.engine import Engine

@@ -57,7 +57,7 @@ from remd.sleep.rem import ClusterOutcome, run_rem, sentence_embed
 from remd.sleep.remruns import RunStatus
 from remd.sleep.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
 from remd.sleep.triggers import TriggerReport, evaluate_all
-from remd.store.postgres import shown
+from remd.store import shown
 from remd.text.embed import Embedder
 from remd.write.backlog import embed_pending
 

@@ -20,8 +20,7 @@ import numpy as np
 from remd.sleep import holds
 from remd.sleep.cluster import Cluster, build_clusters
 from remd.sleep.importance import DAY, NamespaceScores, compute_importance, store_importance
-from remd.store.quantisation import from_int8
-from remd.store.reads import rows_in
+from remd.store import from_int8, rows_in
 from remd.text.clauses import parse, render
 from remd.text.tagging import name_tags
 from remd.text.updates import frame_slot, read

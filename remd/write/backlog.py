@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from remd.index.vectors import BitIndex
 from remd.logs import get_logger
-from remd.store.reads import rows_in
+from remd.store import rows_in
 from remd.text.embed import EmbedError
 from remd.text.words import sentence_pieces
 from remd.write.graph import GraphWriter, mark_embedded

@@ -23,8 +23,8 @@ from remd.checks import check_field, check_source, check_storable, check_text, c
 from remd.config import Config
 from remd.errors import InvalidInput, quote
 from remd.ids import derived_id, new_id
+from remd.index.noderows import NODE_COLUMNS, from_rows
 from remd.models import EdgeType, Judged, Node, NodeKind, NodeStatus
-from remd.query.nodes import NODE_COLUMNS, from_rows
 from remd.store.seam import Connection
 from remd.text.tagging import normalise_tag
 from remd.text.tagnames import check_tags

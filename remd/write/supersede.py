@@ -35,7 +35,7 @@ from remd.index.keys import live_keyed
 from remd.index.vectors import BitIndex, exact, unit
 from remd.logs import get_logger
 from remd.models import EdgeType, Judged
-from remd.store.reads import rows_in
+from remd.store import rows_in
 from remd.store.seam import Connection
 from remd.text.clauses import parse, statement
 from remd.text.frames import subject_keys, update_keys

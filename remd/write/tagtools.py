@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from remd.errors import Conflict, InvalidInput, NotFound, quote
+from remd.index.noderows import NODE_COLUMNS, from_rows
 from remd.models import MAX_SQL_INTEGER, Node
-from remd.query.nodes import NODE_COLUMNS, from_rows
 from remd.store.seam import Connection
 from remd.text.tagging import normalise_tag
 from remd.write.graph import GraphWriter
