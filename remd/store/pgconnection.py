@@ -244,8 +244,7 @@ class PgConnection:
                 if key is not None:
                     _send(cur, sql, params)
                 else:
-                    cur.execute(translate(sql, bool(params)),
-                                _params(params) if params else None)
+                    cur.execute(*bound)
                 self.changes += max(cur.rowcount, 0) if cur.description is None else 0
                 rows = cur.fetchall() if cur.description is not None else []
                 if key is not None and self.memo is not None:
