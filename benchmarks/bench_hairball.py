@@ -39,7 +39,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from remd import Memory
-from remd.write.exchange import iso
+from remd.wire import iso
 
 DAY = 86400.0
 NOW = datetime(2025, 6, 1, tzinfo=UTC).timestamp()

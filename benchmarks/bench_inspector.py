@@ -38,7 +38,7 @@ from remd.config import RemConfig  # noqa: E402
 from remd.hosting import EngineHost  # noqa: E402
 from remd.http.app import HttpServer, create_app  # noqa: E402
 from remd.sleep.rem import ClusterOutcome  # noqa: E402
-from remd.write.exchange import iso  # noqa: E402
+from remd.wire import iso  # noqa: E402
 
 TOKEN = "bench-inspector"
 DAY = 86400.0

@@ -32,7 +32,7 @@ from pathlib import Path
 from remd import Memory, load_config
 from remd.service.daemon import Daemon
 from remd.text.words import find_dates
-from remd.write.exchange import iso
+from remd.wire import iso
 
 DAY = 86400.0
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()

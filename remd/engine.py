@@ -30,9 +30,8 @@ from remd.config import Config
 from remd.errors import StoreError
 from remd.index import keys
 from remd.index.caches import Caches
-from remd.llm.judge import LLMUpdateJudge
-from remd.llm.tagger import LLMTagger
 from remd.logs import get_logger
+from remd.parts import S, Service
 from remd.store import is_url, open_store
 from remd.telemetry import Telemetry
 from remd.text.embed import Embedder, Vectors, make_embedder
@@ -80,11 +79,8 @@ class Engine:
         self._key: Hashable | None = None  # set by open_engine
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
-        self._tagger: LLMTagger | None = None
-        self._tagger_made = False
-        self._tagger_lock = threading.Lock()
-        self._update_judge: LLMUpdateJudge | None = None
-        self._update_judge_made = False
+        self._services: dict[str, Service | None] = {}
+        self._services_lock = threading.Lock()
         self._background: ThreadPoolExecutor | None = None
         self._pending: list[Future[Any]] = []
 
@@ -154,38 +150,14 @@ class Engine:
                 self._query_vectors.popitem(last=False)
         return fresh
 
-    @property
-    def tagger(self) -> LLMTagger | None:
-        """The LLM tagger (``[tags] llm``), made on first use; None when it is off or no LLM is
-        configured (that is logged once: saves keep the offline tagger)."""
-        with self._tagger_lock:
-            if not self._tagger_made:
-                self._tagger_made = True
-                cfg, llm = self.config.tags, self.config.llm
-                if cfg.llm and llm.base_url is None:
-                    _log.warning("tagging.no_llm", detail="[tags] llm is on but [llm] base_url "
-                                 "is not set: the offline tagger tags every memory")
-                elif cfg.llm:
-                    self._tagger = LLMTagger.from_settings(
-                        llm, max_tags=cfg.max_tags, timeout=cfg.llm_timeout,
-                        cooldown=cfg.llm_cooldown)
-            return self._tagger
-
-    @property
-    def update_judge(self) -> LLMUpdateJudge | None:
-        """The LLM update judge (``[updates] llm``), made on first use; None when it is off or
-        no LLM is configured (logged once: the offline detector decides alone)."""
-        with self._tagger_lock:
-            if not self._update_judge_made:
-                self._update_judge_made = True
-                cfg, llm = self.config.updates, self.config.llm
-                if cfg.llm and llm.base_url is None:
-                    _log.warning("updates.no_llm", detail="[updates] llm is on but [llm] "
-                                 "base_url is not set: the offline detector decides alone")
-                elif cfg.llm:
-                    self._update_judge = LLMUpdateJudge.from_settings(
-                        llm, timeout=cfg.llm_timeout, cooldown=cfg.llm_cooldown)
-            return self._update_judge
+    def service(self, name: str, make: Callable[[Config], S | None]) -> S | None:
+        """The engine's ``name`` helper, made by ``make(config)`` on first use and kept until
+        the engine closes (None, kept too, when ``make`` says there is none). The wings say
+        what they need (:mod:`remd.write.assistants`); the engine only holds it."""
+        with self._services_lock:
+            if name not in self._services:
+                self._services[name] = make(self.config)
+            return self._services[name]  # type: ignore[return-value]
 
     def in_background(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the engine's background thread (work a save does not wait
@@ -247,17 +219,16 @@ class Engine:
         if executor is not None:
             executor.shutdown(wait=True)
         if background is not None:
-            judge = self._update_judge
-            if judge is not None:
-                judge.interrupt()  # a judge waiting out a rest gives up: offline decisions stay
+            with self._services_lock:
+                waiting = [s for s in self._services.values() if s is not None]
+            for helper in waiting:
+                helper.interrupt()  # a judge waiting out a rest gives up: offline decisions stay
             background.shutdown(wait=True)
-        with self._tagger_lock:
-            tagger, self._tagger = self._tagger, None
-            judge, self._update_judge = self._update_judge, None
-        if tagger is not None:
-            tagger.close()
-        if judge is not None:
-            judge.close()
+        with self._services_lock:
+            services, self._services = self._services, {}
+        for service in services.values():
+            if service is not None:
+                service.close()
         self.store.close()
 
 

@@ -24,6 +24,7 @@ from remd.errors import InvalidInput
 from remd.index.noderows import NODE_COLUMNS, from_rows, rid_of
 from remd.logs import get_logger
 from remd.models import Edge, EdgeType, Node, Stats, TriggerReason
+from remd.query import contradictions as _contradictions
 from remd.query import edges as _edges
 from remd.query import feedback as _feedback
 from remd.query import inject as _inject
@@ -275,15 +276,14 @@ class Memory:
         with self.store.transaction(self.namespace) as conn:
             return _supersede.restore(conn, self.namespace, node_id)
 
-    def contradictions(self, memory_id: str | None = None
-                       ) -> list[tuple[Node, Node, float, str | None]]:
-        """Live memories that disagree, newest first: (newer, older, confidence, reason).
-        Raises NotFound for an unknown ``memory_id``."""
-        if memory_id is not None:
-            self.get(memory_id)
-        with self.store.snapshot() as conn:
-            pairs = _supersede.contradictions(conn, self.namespace, memory_id)
-        return [(self.get(a), self.get(b), w, c) for a, b, w, c in pairs]
+    def contradictions(self, memory_id: str | None = None, topic: str | None = None,
+                       limit: int | None = None) -> list[tuple[Node, Node, float, str | None]]:
+        """Live memories that disagree, newest first: (newer, older, confidence, reason);
+        those touching ``memory_id``, those about ``topic`` (a tag of it, or one of its words),
+        ``limit`` at most (1..200; None: all). Raises NotFound for an unknown ``memory_id``,
+        InvalidInput for a bad topic or limit."""
+        return _contradictions.contradictions(self.store, self.namespace, memory_id, topic,
+                                              limit)
 
     def compact(self) -> tuple[int, int]:
         """Rewrite the SQLite file with its tables and indexes packed in key order (every

@@ -52,7 +52,7 @@ from remd.sleep.synthesis import LLMSynthesiser, Synthesiser
 from remd.store.postgres import is_url
 from remd.store.quantisation import from_int8
 from remd.text.tokens import TokenCounter
-from remd.write.exchange import iso
+from remd.wire import iso
 from tests.helpers import KeepAll, knn
 from tests.llm_server import Behaviour, LLMServer, merged_answer, slow
 from tests.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line

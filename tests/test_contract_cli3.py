@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from remd import Memory
 from remd.cli.main import main
-from remd.write.exchange import node_to_dict
+from remd.wire import node_to_dict
 from tests.test_rem import DAY, NOW, YEAR_AGO, line
 
 

@@ -34,7 +34,7 @@ from remd.logs import REDACTED, capture_events, configure_logging, get_logger
 from remd.service.daemon import Daemon
 from remd.service.notify import Notifier
 from remd.sleep.rem import ClusterOutcome
-from remd.write.exchange import iso
+from remd.wire import iso
 from tests.llm_server import slow
 
 DAY = 86400.0

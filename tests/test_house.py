@@ -5,9 +5,10 @@ small.
 The layers, top to bottom (docs/architecture.md): front ends (remd/cli, remd/http, remd/mcp,
 remd/service, remd/langchain.py, remd/langgraph.py) -> the facade (remd/__init__.py,
 remd/memory.py, remd/async_memory.py, and remd/hosting.py: the engine a long-running front end
-holds) -> the engine (remd/engine.py, remd/readiness.py and the wings remd/write,
-remd/query, remd/sleep) -> remd/index and remd/llm -> remd/text and remd/store -> the base
-(the modules at the top of the package).
+holds) -> the engine (remd/engine.py, remd/readiness.py) -> the sleep wing (remd/sleep) ->
+the write and query wings (remd/write, remd/query: never each other) -> remd/parts.py (the
+engine as the wings see it) -> remd/index and remd/llm -> remd/text and remd/store -> the
+base (the modules at the top of the package).
 """
 
 from __future__ import annotations
@@ -26,12 +27,17 @@ FACADE = {"remd", "remd.memory", "remd.async_memory", "remd.hosting"}
 # server and hands it to the daemon, `remd mcp` starts the MCP server.
 COMPOSITION_ROOT = "cli"
 LAYERS = {  # a module may import its own layer and the layers below it (a higher number)
-    "write": 3, "query": 3, "sleep": 3, "engine": 3, "readiness": 3,
-    "index": 4, "llm": 4,
-    "text": 5, "store": 5,
-    "base": 6,
+    "engine": 3, "readiness": 3,
+    "sleep": 4,  # consolidation runs over the other two wings: it packs and writes the graph
+    "write": 5, "query": 5,
+    "parts": 6,  # the engine as its wings see it (they never import remd.engine)
+    "index": 7, "llm": 7,
+    "text": 8, "store": 8,
+    "base": 9,
 }
-BASE = {"config", "errors", "models", "ids", "logs", "checks", "telemetry"}
+# Folders on one layer that never import each other.
+SIBLINGS = [("write", "query"), ("index", "llm"), ("text", "store")]
+BASE = {"config", "errors", "models", "ids", "logs", "checks", "telemetry", "wire"}
 
 
 def _modules() -> dict[str, Path]:
@@ -90,7 +96,7 @@ def test_the_layers_are_folders() -> None:
                    "mcp", "service"):
         assert (PKG / folder / "__init__.py").is_file(), folder
     loose = {_group(n) for n in MODULES if n.count(".") == 1 and (PKG / f"{_group(n)}.py").exists()}
-    assert loose <= BASE | {"engine", "readiness", "memory", "async_memory", "hosting",
+    assert loose <= BASE | {"engine", "readiness", "parts", "memory", "async_memory", "hosting",
                             "langchain", "langgraph"}, loose
 
 
@@ -139,6 +145,12 @@ def test_arrows_point_down() -> None:
             if target in FACADE or _group(target) in FRONT_ENDS or (
                     theirs is not None and LAYERS[theirs] < LAYERS[mine]):
                 wrong.append(f"{name} -> {target}")
+    assert wrong == []
+
+
+def test_siblings_never_import_each_other() -> None:
+    wrong = [f"{name} -> {target}" for name, targets in GRAPH.items() for target in targets
+             for pair in SIBLINGS if {_group(name), _group(target)} == set(pair)]
     assert wrong == []
 
 

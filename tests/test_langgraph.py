@@ -25,7 +25,7 @@ from remd.cli.main import main  # noqa: E402
 from remd.errors import InvalidInput  # noqa: E402
 from remd.langgraph import RemdStore, from_remd_namespace, to_remd_namespace  # noqa: E402
 from remd.service.daemon import Daemon  # noqa: E402
-from remd.write.exchange import iso  # noqa: E402
+from remd.wire import iso  # noqa: E402
 
 
 @pytest.fixture

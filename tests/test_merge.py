@@ -16,7 +16,7 @@ from remd.sleep.merge import anchors_of, merge, target_tokens
 from remd.text.embed import MiniLMEmbedder
 from remd.text.tokens import TokenCounter
 from remd.text.words import find_dates, format_days, names, sentences
-from remd.write.exchange import iso
+from remd.wire import iso
 
 COUNT = TokenCounter().count
 NOW = datetime(2026, 6, 1, tzinfo=UTC).timestamp()

@@ -38,7 +38,7 @@ from remd.sleep.synthesis import LLMSynthesiser
 from remd.store.postgres import is_url
 from remd.text.tokens import TokenCounter
 from remd.text.words import find_dates
-from remd.write.exchange import iso
+from remd.wire import iso
 from tests.conftest import Clock
 from tests.helpers import KeepAll
 from tests.llm_server import VALID_ANSWER, LLMServer, good, raw, slow, status

@@ -37,7 +37,7 @@ from remd import Memory
 from remd.config import load_config
 from remd.logs import capture_events
 from remd.models import EdgeType, NodeStatus
-from remd.write.exchange import iso
+from remd.wire import iso
 
 DATA = Path(__file__).resolve().parent / "data"
 DAY = 86_400.0

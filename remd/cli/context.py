@@ -13,7 +13,7 @@ from remd.config import Config, load_config
 from remd.errors import StoreError
 from remd.memory import Memory
 from remd.store import is_url
-from remd.write.exchange import iso
+from remd.wire import iso
 
 
 class Ctx:

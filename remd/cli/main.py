@@ -27,7 +27,9 @@ from remd.logs import configure_logging
 from remd.models import MAX_SQL_INTEGER
 from remd.store import shown
 from remd.text.tagnames import check_tags
-from remd.write.exchange import node_to_dict, read_lines
+from remd.query.contradictions import MAX_CONTRADICTIONS
+from remd.wire import node_to_dict, pair_to_dict
+from remd.write.exchange import read_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -273,6 +275,27 @@ def history(c: Ctx, node_id: str, as_json: bool) -> None:
     for n in nodes:
         for line in _link_lines(n.id, links[n.id]):
             click.echo(f"  {n.id} {line}")
+
+
+@main.command()
+@click.option("--topic", default=None, help="Only pairs about it (a tag of it, or a word).")
+@click.option("--id", "memory_id", default=None, help="Only pairs touching this memory.")
+@click.option("--limit", type=click.IntRange(1, MAX_CONTRADICTIONS), default=20,
+              show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def contradictions(c: Ctx, topic: str | None, memory_id: str | None, limit: int,
+                   as_json: bool) -> None:
+    """Live memories that disagree (probably an update), newest first."""
+    with c.memory(embedder=None) as m:
+        pairs = m.contradictions(memory_id, topic, limit)
+    if as_json:  # the shape of GET /v1/contradictions and MCP's find_contradictions
+        echo_json({"contradictions": [pair_to_dict(*p) for p in pairs]})
+        return
+    for newer, older, weight, context in pairs:
+        why = f" ({weight:g}: {context})" if context else f" ({weight:g})"
+        click.echo(f"{newer.id}  {_line(newer.content)}")
+        click.echo(f"  probably updates {older.id}{why}  {_line(older.content)}")
 
 
 @main.command()

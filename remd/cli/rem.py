@@ -51,7 +51,7 @@ class _RemBar:
 def _as_of(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     if value is None:
         return None
-    from remd.write.exchange import parse_time
+    from remd.wire import parse_time
 
     try:
         return parse_time(value, "--as-of", float("inf"))

@@ -8,6 +8,8 @@ bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
   ``remd inject --json`` (``fill``: pack to the budget, default false: stop at the floor)
 - ``POST /v1/feedback`` ``{"pack_id", "accepted"}``
 - ``GET /v1/memories/{id}``, ``GET /v1/memories/{id}/history``, ``GET /v1/stats``
+- ``GET /v1/contradictions`` ``?topic=&memory_id=&limit=`` (20; 1..200) →
+  ``{"contradictions": [{"memory", "contradicts", "weight", "context"}]}``
 - the web inspector's endpoints and its page at ``/ui`` (:mod:`remd.http.inspect`)
 - ``GET /healthz`` (never needs the token): ``{"status": "ok", ...}``, or 503 with the
   error shape below plus ``"status": "unavailable"``
@@ -82,6 +84,7 @@ from remd.http.guard import (
 )
 from remd.http.inspect import Inspector, inspector_routes
 from remd.http.models import (
+    ContradictionOut,
     EmptyIn,
     FeedbackIn,
     FeedbackOut,
@@ -92,12 +95,14 @@ from remd.http.models import (
     StatsOut,
     error_body,
 )
+from remd.http.params import int_param
 from remd.http.probes import Probes
 from remd.http.protocol import http11
 from remd.http.requestlog import SUMMARY_SECONDS, RequestLog
 from remd.logs import get_logger
 from remd.memory import Memory
-from remd.write.exchange import node_to_dict
+from remd.query.contradictions import MAX_CONTRADICTIONS
+from remd.wire import node_to_dict, pair_to_dict
 
 log = get_logger("remd.http")
 
@@ -279,6 +284,15 @@ class _Api:
         data = await self._call(self._query_ns(request), lambda m: asdict(m.restore(node_id)))
         return JSONResponse(data)
 
+    async def contradictions(self, request: Request) -> Response:
+        args = request.query_params
+        topic, memory_id = args.get("topic"), args.get("memory_id")
+        limit = int_param(request, "limit", 20, 1, MAX_CONTRADICTIONS)
+        pairs = await self._call(self._query_ns(request),
+                                 lambda m: m.contradictions(memory_id, topic, limit))
+        return JSONResponse({"contradictions": [
+            ContradictionOut.model_validate(pair_to_dict(*p)).model_dump() for p in pairs]})
+
     async def stats(self, request: Request) -> Response:
         data = await self._call(self._query_ns(request), lambda m: asdict(m.stats()))
         return JSONResponse(StatsOut.model_validate(data).model_dump())
@@ -351,6 +365,7 @@ def create_app(host: EngineHost, *, token: SecretStr | None = None,
         Route("/v1/inject", e(api.inject), methods=["POST"]),
         Route("/v1/feedback", e(api.feedback), methods=["POST"]),
         Route("/v1/stats", e(api.stats), methods=["GET"]),
+        Route("/v1/contradictions", e(api.contradictions), methods=["GET"]),
     ]
     routes += inspector_routes(Inspector(api._call, api._query_ns, api._body,
                                          lambda: api.token is not None), e)

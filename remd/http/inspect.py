@@ -27,7 +27,6 @@ Security Policy lets it load only its own files and talk only to this server.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from importlib import resources
@@ -38,13 +37,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from remd.errors import InvalidInput, NotFound, quote
+from remd.errors import NotFound
 from remd.http.models import EmptyIn, InjectIn, MemoryOut
+from remd.http.params import flag_param, int_param
 from remd.memory import Memory
 from remd.models import Node
 from remd.query.pack import Pack, explain
 from remd.query.taggraph import MAX_NODES
-from remd.write.exchange import iso, node_to_dict
+from remd.wire import iso, node_to_dict
 
 __all__ = ["Inspector", "inspector_routes"]
 
@@ -75,34 +75,6 @@ _PAGE_HEADERS = {
 # The bounds of the integer parameters: the library's (remd.query.namespaces, .taggraph,
 # remd.sleep.remhistory), except the newest memories, which the page lists whole.
 MAX_NAMESPACES, MAX_RECENT, MAX_TAGS, MAX_RUNS, MAX_DEPTH = 100_000, 1000, 1000, 1000, 3
-_INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() takes "１２" and "²"
-
-
-def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
-    """``?name=`` as an integer from ``low`` to ``high``, else ``default``. Raises
-    InvalidInput naming the bound a value passes, however many digits it has."""
-    values = request.query_params.getlist(name)
-    if not values:
-        return default
-    text = values[-1]
-    if len(values) > 1 or not _INTEGER.fullmatch(text):
-        raise InvalidInput(f"{name} must be one integer, not {quote(text[:40])}")
-    digits = text.lstrip("-").lstrip("0")
-    value = int(text) if len(digits) <= 18 else (-1 if text.startswith("-") else 1) * 10**18
-    if value > high:
-        raise InvalidInput(f"{name} is too large (at most {high})")
-    if value < low:
-        raise InvalidInput(f"{name} is too small (at least {low})")
-    return value
-
-
-def _flag(request: Request, name: str) -> bool:
-    value = request.query_params.get(name, "false").lower()
-    if value not in ("true", "false", "1", "0"):
-        raise InvalidInput(f"{name} must be true or false, not {quote(value[:40])}")
-    return value in ("true", "1")
-
-
 def _summary(node: Node) -> dict[str, Any]:
     return {"id": node.id, "content": node.content, "kind": node.kind.value,
             "status": node.status.value, "created_at": iso(node.created_at),
@@ -175,12 +147,12 @@ class Inspector:
         return JSONResponse(await self.call(self.namespace_of(request), fn))
 
     async def namespaces(self, request: Request) -> Response:
-        limit = _int(request, "limit", 1000, 0, MAX_NAMESPACES)
+        limit = int_param(request, "limit", 1000, 0, MAX_NAMESPACES)
         return await self._json(request, lambda m: [asdict(n) for n in m.namespaces(limit)])
 
     async def recent(self, request: Request) -> Response:
-        n = _int(request, "limit", 20, 0, MAX_RECENT)
-        inactive = _flag(request, "include_inactive")
+        n = int_param(request, "limit", 20, 0, MAX_RECENT)
+        inactive = flag_param(request, "include_inactive")
         return await self._json(request, lambda m: [
             _memory(node) for node in m.recent(n, include_inactive=inactive)])
 
@@ -201,14 +173,14 @@ class Inspector:
         return JSONResponse(data)
 
     async def tags(self, request: Request) -> Response:
-        limit = _int(request, "limit", 50, 0, MAX_TAGS)
+        limit = int_param(request, "limit", 50, 0, MAX_TAGS)
         return await self._json(request, lambda m: [
             {"tag": t, "memories": df} for t, df in m.top_tags(limit)])
 
     async def tag_graph(self, request: Request) -> Response:
         tag = request.path_params["tag"]
-        depth = _int(request, "depth", 2, 1, MAX_DEPTH)
-        size = _int(request, "max_nodes", 40, 1, MAX_NODES)
+        depth = int_param(request, "depth", 2, 1, MAX_DEPTH)
+        size = int_param(request, "max_nodes", 40, 1, MAX_NODES)
 
         def graph(m: Memory) -> dict[str, Any]:
             g = m.tag_neighbourhood(tag, depth=depth, max_nodes=size)
@@ -221,7 +193,7 @@ class Inspector:
         return await self._json(request, graph)
 
     async def runs(self, request: Request) -> Response:
-        limit = _int(request, "limit", 50, 0, MAX_RUNS)
+        limit = int_param(request, "limit", 50, 0, MAX_RUNS)
         return await self._json(request, lambda m: [
             _run(run, why) for run, why in m.rem_runs(limit)])
 

@@ -64,6 +64,13 @@ class MemoryOut(_Out):
     fact_value: str | None
 
 
+class ContradictionOut(_Out):
+    memory: MemoryOut  # the newer
+    contradicts: MemoryOut
+    weight: float
+    context: str | None
+
+
 class PackItemOut(_Out):
     id: str
     content: str

@@ -105,6 +105,9 @@ class LLMTagger:
     def close(self) -> None:
         self._client.close()
 
+    def interrupt(self) -> None:
+        """Nothing to end: the tagger never waits out its rest (a save skips it meanwhile)."""
+
     @property
     def resting(self) -> bool:
         with self._lock:

@@ -56,12 +56,11 @@ from mcp.types import (
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from remd.config import Config
-from remd.errors import InvalidInput, RemdError, first_line
+from remd.errors import RemdError, first_line
 from remd.hosting import EngineHost, freeze_heap, log_secrets, shared_embedder
 from remd.logs import configure_logging, get_logger
 from remd.memory import Memory
-from remd.text.tagging import extract_query_tags
-from remd.write.exchange import node_to_dict
+from remd.wire import node_to_dict, pair_to_dict
 
 INSTRUCTIONS = """Long-term memory (remd). Save durable facts and observations with save_memory;
 before answering, call inject_memories with the user's request and a token budget, then
@@ -69,7 +68,6 @@ report with memory_feedback whether the pack helped. memory_history shows how a 
 find_contradictions lists memories that disagree; restore_memory undoes a wrong "this was
 updated" decision."""
 
-MAX_CONTRADICTIONS = 200
 ERROR_PREFIX = "Error executing tool "  # what the SDK puts before a tool error's text
 
 log = get_logger("remd.mcp")
@@ -77,34 +75,10 @@ log = get_logger("remd.mcp")
 
 def find_contradictions(mem: Memory, topic: str | None = None, memory_id: str | None = None,
                         limit: int = 20) -> list[dict[str, Any]]:
-    """Pairs of live memories joined by a live CONTRADICTS edge, newest edge first.
-
-    ``topic`` keeps the pairs where either memory carries one of the topic's tags or contains
-    one of its words; ``memory_id`` keeps the pairs touching that memory. Raises NotFound for
-    an unknown ``memory_id``, InvalidInput for a bad limit or topic.
-    """
-    if isinstance(limit, bool) or not isinstance(limit, int) or not (
-            1 <= limit <= MAX_CONTRADICTIONS):
-        raise InvalidInput(f"limit must be an integer in 1..{MAX_CONTRADICTIONS}, not {limit!r}")
-    pairs = mem.contradictions(memory_id)
-    tags: set[str] = set()
-    words: set[str] = set()
-    if topic is not None:
-        if not isinstance(topic, str) or not topic.strip():
-            raise InvalidInput("topic must be a non-empty string")
-        tags = {t for t, _ in extract_query_tags(topic)}
-        words = {w for w in topic.lower().split() if len(w) > 2}
-    out: list[dict[str, Any]] = []
-    for a, b, weight, context in pairs:
-        if topic is not None and not any(
-                tags.intersection(n.tags) or any(w in n.content.lower() for w in words)
-                for n in (a, b)):
-            continue
-        out.append({"memory": node_to_dict(a), "contradicts": node_to_dict(b),
-                    "weight": weight, "context": context})
-        if len(out) >= limit:
-            break
-    return out
+    """Pairs of live memories joined by a live CONTRADICTS edge, newest edge first
+    (:meth:`remd.Memory.contradictions`). Raises NotFound for an unknown ``memory_id``,
+    InvalidInput for a bad limit or topic."""
+    return [pair_to_dict(*pair) for pair in mem.contradictions(memory_id, topic, limit)]
 
 
 class _Arguments(FuncMetadata):

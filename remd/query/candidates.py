@@ -29,7 +29,7 @@ from remd.text.embed import EmbedError
 from remd.text.tagging import extract_query_tags, query_candidates
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 # inject's events: under the logger name hosts already filter them by.
 log = get_logger("remd.inject")
@@ -82,7 +82,7 @@ class CandidateReader:
     whole read phase.
     """
 
-    def __init__(self, engine: Engine, namespace: str, now: float, view: View) -> None:
+    def __init__(self, engine: Parts, namespace: str, now: float, view: View) -> None:
         self.engine = engine
         self.ns = namespace
         self.now = now

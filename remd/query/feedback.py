@@ -19,7 +19,7 @@ from remd.checks import check_namespace
 from remd.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 # An edge never reaches 0: a rejected association can still come back through co-occurrence.
 MIN_WEIGHT = 0.01
@@ -53,7 +53,7 @@ def _path_edges(paths: list[str]) -> list[tuple[int, int]]:
     return list(edges)
 
 
-def feedback(engine: Engine, namespace: str, pack_id: str,
+def feedback(engine: Parts, namespace: str, pack_id: str,
              accepted: bool | float) -> FeedbackResult:
     """Apply feedback for a pack once (one transaction). Raises NotFound for a pack id unknown
     in the namespace, InvalidInput for a bad ``accepted`` or namespace."""

@@ -64,7 +64,7 @@ from remd.text.fact_questions import question_keys as fact_keys
 from remd.text.frames import asked, words
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 log = get_logger("remd.inject")
 
@@ -88,7 +88,7 @@ class _Injector(CandidateReader):
     """One inject call: reads in one snapshot (the candidates: :class:`CandidateReader`), then
     one write transaction to record the pack."""
 
-    def __init__(self, engine: Engine, namespace: str, now: float, view: View) -> None:
+    def __init__(self, engine: Parts, namespace: str, now: float, view: View) -> None:
         super().__init__(engine, namespace, now, view)
         self.period: Period | None = None  # the dates the query names, set in rank()
         self.ids: dict[int, str] = {}  # rid -> node id, read with the picked items' texts
@@ -349,7 +349,7 @@ class _Injector(CandidateReader):
             exact = True
         picked, used = packer.fit(picked, contents, budget, self.engine.counter, cfg.separator,
                                   exact)
-        # Each item's count was taken when it was saved (same encoding: Engine.tokens_exact),
+        # Each item's count was taken when it was saved (same encoding: Parts.tokens_exact),
         # or when its text was dated.
         counts = ([c.tokens for c, _, _ in picked] if exact
                   else self.engine.counter.count_many([contents[c.rid] for c, _, _ in picked]))
@@ -435,7 +435,7 @@ class _Injector(CandidateReader):
         self.engine.store.write_all(statements, self.ns)
 
 
-def first_item(engine: Engine, namespace: str, query: str, token_budget: int) -> int | None:
+def first_item(engine: Parts, namespace: str, query: str, token_budget: int) -> int | None:
     """The rid of the first item ``query`` would get now (the relevance floor on), nothing
     recorded; None for an empty pack. For a REM run's check of recent questions
     (:mod:`remd.sleep.usefulness`)."""
@@ -447,7 +447,7 @@ def first_item(engine: Engine, namespace: str, query: str, token_budget: int) ->
     return picked[0][0].rid if picked else None
 
 
-def inject(engine: Engine, namespace: str, query: str, token_budget: int, *,
+def inject(engine: Parts, namespace: str, query: str, token_budget: int, *,
            fill: bool = False, dated: bool = False) -> Pack:
     """The pack of memories that matter for ``query``, within ``token_budget`` tokens.
 

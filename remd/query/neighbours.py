@@ -11,12 +11,12 @@ from remd.index.noderows import NODE_COLUMNS, from_rows
 from remd.models import Node
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 __all__ = ["nearest"]
 
 
-def nearest(engine: Engine, namespace: str, text: str, k: int = 8, *, live_only: bool = True,
+def nearest(engine: Parts, namespace: str, text: str, k: int = 8, *, live_only: bool = True,
             exact: bool = False) -> list[tuple[Node, float]]:
     """The k memories of ``namespace`` closest to ``text`` by cosine distance (smallest first).
 

@@ -12,7 +12,7 @@ from remd.errors import InvalidInput, NotFound, quote
 from remd.text.tagnames import normalise_tag
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 __all__ = ["TagNeighbourhood", "neighbourhood", "top_tags"]
 
@@ -34,7 +34,7 @@ def _count(value: object, name: str, low: int, high: int) -> int:
     return value
 
 
-def neighbourhood(engine: Engine, ns: str, tag: str, *, depth: int = 2,
+def neighbourhood(engine: Parts, ns: str, tag: str, *, depth: int = 2,
                   max_nodes: int = 40) -> TagNeighbourhood:
     """The tags within ``depth`` hops of ``tag`` (at most ``max_nodes``, nearer and stronger
     first) and the edges between them. Raises NotFound for an unknown tag, InvalidInput for
@@ -83,7 +83,7 @@ def neighbourhood(engine: Engine, ns: str, tag: str, *, depth: int = 2,
         subtypes=tuple((names[c][0], names[p][0]) for c, p in subtypes))
 
 
-def top_tags(engine: Engine, ns: str, limit: int = 50) -> list[tuple[str, int]]:
+def top_tags(engine: Parts, ns: str, limit: int = 50) -> list[tuple[str, int]]:
     """The namespace's tags carried by the most memories: (tag, df), most first.
     Raises InvalidInput for a bad ``limit``."""
     limit = _count(limit, "limit", 0, 1000)

@@ -46,7 +46,7 @@ from remd.text.words import STOP_WORDS, content_words
 from remd.write.graph import GraphWriter, NodeRow, mark_embedded
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 log = get_logger("remd.rem")
 
@@ -106,7 +106,7 @@ def coverage(answer: SynthesisAnswer, fragments: Sequence[Fragment]) -> float:
 class ClusterWriter:
     """Commits one cluster per transaction (see the module docstring, step 4)."""
 
-    def __init__(self, engine: Engine, namespace: str, run_id: str, now: float,
+    def __init__(self, engine: Parts, namespace: str, run_id: str, now: float,
                  members: Members, heartbeat: Callable[[Connection], None]) -> None:
         self.engine = engine
         self.ns = namespace

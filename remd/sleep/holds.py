@@ -25,7 +25,7 @@ from remd.sleep.importance import DAY
 from remd.store.seam import Connection
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 # Computed by SQLite both when a hold is recorded and when it is checked, so the two texts
 # compare equal exactly when the columns do. ``n`` is the nodes row.
@@ -64,7 +64,7 @@ def release_run_nodes(conn: Connection, namespace: str, run_id: str) -> None:
                  (namespace, namespace, run_id))
 
 
-def held_rids(engine: Engine, namespace: str, at: float) -> set[int]:
+def held_rids(engine: Parts, namespace: str, at: float) -> set[int]:
     """The rids of the memories of ``namespace`` held at ``at``: hold not expired, memory
     unchanged since it was recorded."""
     return {int(r[0]) for r in engine.store.query(

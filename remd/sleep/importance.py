@@ -30,7 +30,7 @@ from remd.config import ImportanceConfig
 from remd.models import Judged
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 DAY = 86400.0
 Floats = npt.NDArray[np.float64]
@@ -112,7 +112,7 @@ class NamespaceScores:
         return len(self.ids)
 
 
-def compute_importance(engine: Engine, ns: str, now: float) -> NamespaceScores:
+def compute_importance(engine: Parts, ns: str, now: float) -> NamespaceScores:
     """Read the live memories of the namespace and score them at ``now`` (nothing is written)."""
     cfg = engine.config.importance
     store = engine.store
@@ -149,7 +149,7 @@ def compute_importance(engine: Engine, ns: str, now: float) -> NamespaceScores:
         exact=np.fromiter((r[6] == Judged.EXACT for r in rows), np.bool_, n))
 
 
-def store_importance(engine: Engine, ns: str, result: NamespaceScores) -> int:
+def store_importance(engine: Parts, ns: str, result: NamespaceScores) -> int:
     """Write computed importances in one transaction; returns how many rows changed.
 
     Only rows still live are touched, so a memory deprecated or forgotten since the scores were
@@ -166,7 +166,7 @@ def store_importance(engine: Engine, ns: str, result: NamespaceScores) -> int:
         return int(conn.total_changes() - before)
 
 
-def refresh_importance(engine: Engine, ns: str, now: float | None = None) -> NamespaceScores:
+def refresh_importance(engine: Parts, ns: str, now: float | None = None) -> NamespaceScores:
     """Recompute and store the importance of every live memory of the namespace at ``now``
     (default: the engine's clock). Raises StoreError if the file can't be written."""
     at = engine.clock() if now is None else now

@@ -70,7 +70,7 @@ from remd.telemetry import LLMRole
 from remd.write.backlog import embed_pending
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 log = get_logger("remd.rem")
 
@@ -103,7 +103,7 @@ def _synthesise(synth: Synthesiser, job: Job) -> Answer:
         return exc
 
 
-def _counted(engine: Engine, synth: Synthesiser, answer: Answer) -> Answer:
+def _counted(engine: Parts, synth: Synthesiser, answer: Answer) -> Answer:
     """``answer``, counted as a call to the LLM (a failure if it is an LLMError) when the
     synthesiser is the LLM one."""
     if isinstance(synth, LLMSynthesiser):
@@ -143,7 +143,7 @@ def _answers(synth: Synthesiser, jobs: Sequence[Job], workers: int,
 
 
 # -- the run --------------------------------------------------------------------------------------
-def sentence_embed(engine: Engine) -> Embed:
+def sentence_embed(engine: Parts) -> Embed:
     """Sentence vectors from the engine's embedder (loaded on first use), None without one:
     how the offline synthesiser tells restatements apart."""
     def embed(texts: list[str]) -> Any:
@@ -153,7 +153,7 @@ def sentence_embed(engine: Engine) -> Embed:
 
 
 def run_rem(
-    engine: Engine,
+    engine: Parts,
     namespace: str,
     *,
     now: float | None = None,
@@ -192,7 +192,7 @@ def run_rem(
             owned.close()
 
 
-def _cycle(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, *, dry_run: bool,
+def _cycle(engine: Parts, ns: str, at: float, reason: str, synth: Synthesiser, *, dry_run: bool,
            include_held: bool, stop: Callable[[], bool],
            progress: Callable[[ClusterOutcome], None] | None) -> RemRun:
     started = time.perf_counter()
@@ -294,7 +294,7 @@ UNVERIFIED = "unverified"  # a dry run's cluster the model would be asked about
 NOT_ASKED = "a dry run never asks the model: the run will, and its checks decide"
 
 
-def _dry_run(engine: Engine, ns: str, at: float, reason: str, synth: Synthesiser, *,
+def _dry_run(engine: Parts, ns: str, at: float, reason: str, synth: Synthesiser, *,
              include_held: bool, stop: Callable[[], bool]) -> RemRun:
     """The plan of a run and what the run would do with each cluster: the offline
     synthesiser is asked and the run's checks applied (ClusterWriter.check), nothing is

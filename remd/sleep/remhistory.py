@@ -16,7 +16,7 @@ from remd.sleep.rollback import later_runs
 from remd.store.seam import Connection
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 __all__ = ["Fold", "FoldMember", "RunFolds", "recent_runs", "run_folds"]
 
@@ -59,7 +59,7 @@ class RunFolds:
     why_not: str  # why it cannot be rolled back ("" when it can)
 
 
-def _why_not(engine: Engine, conn: Connection, run: RemRun, now: float) -> str:
+def _why_not(engine: Parts, conn: Connection, run: RemRun, now: float) -> str:
     """Why :func:`remd.sleep.rollback.rollback` would refuse ``run`` now ("" if it would not)."""
     if run.status is RunStatus.ROLLED_BACK:
         return "already rolled back"
@@ -78,7 +78,7 @@ def _check_limit(limit: object) -> int:
     return limit
 
 
-def recent_runs(engine: Engine, ns: str, limit: int = 50) -> list[tuple[RemRun, str]]:
+def recent_runs(engine: Parts, ns: str, limit: int = 50) -> list[tuple[RemRun, str]]:
     """The namespace's latest runs, newest first, each with why it cannot be rolled back
     ("" when it can). Raises InvalidInput for a bad ``limit``."""
     limit = _check_limit(limit)
@@ -91,7 +91,7 @@ def recent_runs(engine: Engine, ns: str, limit: int = 50) -> list[tuple[RemRun, 
         return [(run, _why_not(engine, conn, run, now)) for run in runs]
 
 
-def run_folds(engine: Engine, ns: str, run_id: str) -> RunFolds:
+def run_folds(engine: Parts, ns: str, run_id: str) -> RunFolds:
     """What run ``run_id`` folded into what. Raises NotFound, InvalidInput."""
     with engine.store.snapshot() as conn:
         run = get_run(engine, ns, run_id)
@@ -126,7 +126,7 @@ def run_folds(engine: Engine, ns: str, run_id: str) -> RunFolds:
                     can_rollback=not why_not, why_not=why_not)
 
 
-def _nodes(engine: Engine, ns: str, ids: list[str]) -> dict[str, tuple[str, int, str]]:
+def _nodes(engine: Parts, ns: str, ids: list[str]) -> dict[str, tuple[str, int, str]]:
     """(preview, tokens, status) of the memories with these ids that are in the file."""
     out: dict[str, tuple[str, int, str]] = {}
     for i in range(0, len(ids), 500):

@@ -28,7 +28,7 @@ from remd.text.words import is_time_word
 from remd.write.backlog import embed_pending
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 _CHUNK = 500  # ids per IN (...) list
 
@@ -54,7 +54,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield items[start:start + _CHUNK]
 
 
-def _vectors(engine: Engine, ns: str, rids: Sequence[int]) -> dict[int, np.ndarray]:
+def _vectors(engine: Parts, ns: str, rids: Sequence[int]) -> dict[int, np.ndarray]:
     """The stored vectors of ``rids`` as float32 unit rows (node_vec_bit, B-tree seeks)."""
     with engine.store.snapshot() as conn:
         rows = list(rows_in(conn, "SELECT rid, vec FROM node_vec_bit "
@@ -65,7 +65,7 @@ def _vectors(engine: Engine, ns: str, rids: Sequence[int]) -> dict[int, np.ndarr
     return {int(r[0]): mat[i] for i, r in enumerate(rows)}
 
 
-def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: bool) -> Plan:
+def plan_run(engine: Parts, ns: str, now: float, *, write: bool, include_held: bool) -> Plan:
     """Refresh importance (stored when ``write``), flag the weak old memories that no hold
     keeps out (unless ``include_held``), embed any that have no vector, and cluster them."""
     cfg = engine.config
@@ -170,7 +170,7 @@ def plan_run(engine: Engine, ns: str, now: float, *, write: bool, include_held: 
 _VERSIONS_GROUP = 40  # flagged memories of one attribute compared pairwise, at most
 
 
-def _versions(engine: Engine, ns: str, rids: Sequence[int], content: dict[int, str]
+def _versions(engine: Parts, ns: str, rids: Sequence[int], content: dict[int, str]
               ) -> list[tuple[int, int]]:
     """Pairs (flagged positions) that give two values of one attribute of one subject
     (remd.text.updates.frame_slot): two versions, never one synthesis, whatever nothing
@@ -196,7 +196,7 @@ def _versions(engine: Engine, ns: str, rids: Sequence[int], content: dict[int, s
     return sorted(out)
 
 
-def _content(engine: Engine, ns: str, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
+def _content(engine: Parts, ns: str, rids: Sequence[int]) -> Iterator[tuple[int, str]]:
     """Each memory's text; a synthesis's without the clauses a later update retired (those
     values are no longer true: a new fold must not bring them back)."""
     for part in _chunks(rids):

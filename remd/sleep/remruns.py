@@ -22,7 +22,7 @@ from remd.sleep.importance import DAY
 from remd.sleep.leases import alive, lease_key, read_lease, write_lease
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
     from remd.sleep.synthesis import Synthesiser
 
 log = get_logger("remd.rem")
@@ -92,7 +92,7 @@ _MODEL_KINDS = frozenset(("too_long", "details", "unreadable", "coverage", "temp
                           "wrong_subject", "other"))
 
 
-def asked_before(engine: Engine, ns: str, synth: Synthesiser, at: float
+def asked_before(engine: Parts, ns: str, synth: Synthesiser, at: float
                  ) -> dict[frozenset[str], str]:
     """Member id sets of clusters that the runs of the last ``rem.llm_skip_days`` (before
     ``at``) skipped for a model reason with this synthesiser's model and prompt version, each
@@ -190,7 +190,7 @@ _WHY = {
 }
 
 
-def start_run(engine: Engine, ns: str, run_id: str, at: float, trigger: str,
+def start_run(engine: Parts, ns: str, run_id: str, at: float, trigger: str,
               synth: Synthesiser) -> None:
     """Insert the run row and take the lease. Raises Conflict if another run is alive."""
     with engine.store.transaction(ns) as conn:
@@ -214,7 +214,7 @@ def start_run(engine: Engine, ns: str, run_id: str, at: float, trigger: str,
         write_lease(conn, ns, run_id, wall)
 
 
-def finish_run(engine: Engine, ns: str, run_id: str, status: RunStatus, at: float,
+def finish_run(engine: Parts, ns: str, run_id: str, status: RunStatus, at: float,
                started: float, phases: dict[str, float], error: str | None) -> RemRun:
     """Record how the run ended (status, live memories, timings), end the holds of memories
     it folded and give its lease back; the run as recorded."""
@@ -247,7 +247,7 @@ def finish_run(engine: Engine, ns: str, run_id: str, status: RunStatus, at: floa
     return result
 
 
-def get_run(engine: Engine, ns: str, run_id: str) -> RemRun:
+def get_run(engine: Parts, ns: str, run_id: str) -> RemRun:
     """A recorded run of this namespace. Raises NotFound, InvalidInput."""
     if not isinstance(run_id, str) or not run_id:
         raise InvalidInput(f"run id must be a non-empty string, not {run_id!r}")

@@ -21,7 +21,7 @@ from remd.sleep.remruns import RunStatus, get_run
 from remd.write.graph import GraphWriter
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 log = get_logger("remd.rem")
 
@@ -49,7 +49,7 @@ def later_runs(conn: Any, ns: str, run_id: str) -> list[str]:
         (ns, run_id, RunStatus.ROLLED_BACK.value, ns, run_id, ns, run_id))})
 
 
-def rollback(engine: Engine, namespace: str, run_id: str, *,
+def rollback(engine: Parts, namespace: str, run_id: str, *,
              now: float | None = None) -> RollbackResult:
     """Undo a REM run in one transaction, at ``now`` (default: the engine's clock).
 

@@ -32,7 +32,7 @@ from remd.store.seam import Connection
 
 if TYPE_CHECKING:
     from remd.config import TriggerConfig
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 HOUR = 3600.0
 
@@ -157,7 +157,7 @@ def _measure(conn: Connection, cfg: TriggerConfig, at: float,
     return out
 
 
-def evaluate_all(engine: Engine, now: float | None = None) -> list[TriggerReport]:
+def evaluate_all(engine: Parts, now: float | None = None) -> list[TriggerReport]:
     """Every namespace's triggers at ``now`` (default: the engine's clock), sorted by
     namespace. Reads only; raises StoreError if the file can't be read."""
     at = engine.clock() if now is None else now
@@ -168,7 +168,7 @@ def evaluate_all(engine: Engine, now: float | None = None) -> list[TriggerReport
     return [_report(ns, at, cfg, m) for ns, m in sorted(measured.items())]
 
 
-def evaluate(engine: Engine, namespace: str, now: float | None = None) -> TriggerReport:
+def evaluate(engine: Parts, namespace: str, now: float | None = None) -> TriggerReport:
     """One namespace's triggers at ``now`` (default: the engine's clock).
 
     Reads only; raises StoreError if the file can't be read.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from remd.query.inject import first_item
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 __all__ = ["RECENT", "Usefulness", "recent_tops"]
 
@@ -35,7 +35,7 @@ class Usefulness:
                 "top_changed": self.top_changed}
 
 
-def recent_tops(engine: Engine, namespace: str) -> Usefulness:
+def recent_tops(engine: Parts, namespace: str) -> Usefulness:
     """Ask the namespace's last :data:`RECENT` recorded questions again; how many kept their
     first item (see the module docstring)."""
     rows: Any = engine.store.query(

@@ -20,7 +20,7 @@ from remd.write.graph import GraphWriter, mark_embedded
 from remd.write.supersede import Fresh, judge_pending
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 log = get_logger("remd.backlog")
 
@@ -28,7 +28,7 @@ Progress = Callable[[int], None]
 _ROW = "rid, namespace, content, id, created_at, judged"
 
 
-def _refreshed_bits(engine: Engine, namespace: str) -> BitIndex:
+def _refreshed_bits(engine: Parts, namespace: str) -> BitIndex:
     """The namespace's bit index brought to the committed state, in its own snapshot and with
     its view held (as inject does), before a write transaction judges new memories with it:
     the index never sees rows of a transaction that might roll back."""
@@ -37,7 +37,7 @@ def _refreshed_bits(engine: Engine, namespace: str) -> BitIndex:
         return view.bits
 
 
-def embed_pending(engine: Engine, namespace: str | None, *, rids: Sequence[int] | None = None,
+def embed_pending(engine: Parts, namespace: str | None, *, rids: Sequence[int] | None = None,
                   limit: int | None = None, progress: Progress | None = None) -> int:
     """Compute and store vectors for memories that have none yet; returns how many.
 

@@ -16,61 +16,31 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from remd.checks import check_field, check_source, check_storable, check_text, check_time
+from remd.checks import check_field, check_source, check_storable, check_text
 from remd.config import Config
 from remd.errors import InvalidInput, quote
 from remd.ids import derived_id, new_id
 from remd.index.noderows import NODE_COLUMNS, from_rows
-from remd.models import EdgeType, Judged, Node, NodeKind, NodeStatus
+from remd.models import EdgeType, Judged, NodeKind, NodeStatus
 from remd.store.seam import Connection
 from remd.text.tagging import normalise_tag
 from remd.text.tagnames import check_tags
+from remd.wire import FIELDS, iso, node_to_dict, parse_time
 from remd.write.ingest import Draft, Writer
 from remd.write.saves import save_drafts
 from remd.write.tagtools import add_subtype
 
-FIELDS = ("id", "namespace", "content", "tags", "kind", "status", "created_at", "last_access",
-          "access_count", "confidence", "importance", "source", "valid_from", "valid_until",
-          "deprecated_by", "fact_key", "fact_value")
 EXACT = "exact"  # on the export line of a value kept exact only (Judged.EXACT)
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 _TIME_FIELDS = ("created_at", "last_access", "valid_from", "valid_until")
 _ID_MAX = 64
 
 
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
-
-
-def parse_time(value: object, field: str, now: float | None = None) -> float | None:
-    """A time field of an import line: :func:`remd.checks.check_time`, the rules of a dated
-    save too (an ISO 8601 string; a date alone is midnight UTC, no offset means UTC; a
-    ``created_at`` at most a day after ``now``)."""
-    return check_time(value, field, now)
-
-
-def node_to_dict(node: Node) -> dict[str, Any]:
-    """The export form of a memory (also the JSON of `get`, `recent` and `history`)."""
-    return {
-        "id": node.id, "namespace": node.namespace, "content": node.content,
-        "tags": list(node.tags), "kind": node.kind.value, "status": node.status.value,
-        "created_at": iso(node.created_at), "last_access": iso(node.last_access),
-        "access_count": node.access_count, "confidence": round(node.confidence, 6),
-        "importance": round(node.importance, 6), "source": node.source,
-        "valid_from": iso(node.valid_from), "valid_until": iso(node.valid_until),
-        "deprecated_by": node.deprecated_by, "fact_key": node.fact_key,
-        "fact_value": node.fact_value,
-    }
-
-
-def export_lines(engine: Engine, namespace: str) -> Iterator[str]:
+def export_lines(engine: Parts, namespace: str) -> Iterator[str]:
     """Every memory of the namespace (all statuses), then its live typed edges."""
     last = 0
     while True:
@@ -248,7 +218,7 @@ def copy_id(node_id: str, namespace: str) -> str:
     return derived_id(node_id, namespace)
 
 
-def _placed(engine: Engine, namespace: str, ids: list[str]) -> tuple[set[str], dict[str, str]]:
+def _placed(engine: Parts, namespace: str, ids: list[str]) -> tuple[set[str], dict[str, str]]:
     """(ids already in this namespace, id -> its copy's id for ids taken in another one).
 
     A copy's id (:func:`copy_id`) that is already in this namespace is the same memory
@@ -338,7 +308,7 @@ def _hierarchy_size(conn: Connection, namespace: str) -> int:
     return int(str(row[0])) if row else 0
 
 
-def import_lines(engine: Engine, namespace: str, lines: Iterable[str] | ImportBatch, *,
+def import_lines(engine: Parts, namespace: str, lines: Iterable[str] | ImportBatch, *,
                  embed: bool = True) -> ImportResult:
     """Read export lines (or a batch :func:`read_lines` checked) into this namespace.
     Everything is validated first: a bad line (reported with its number) imports nothing.

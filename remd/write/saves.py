@@ -26,13 +26,14 @@ from remd.llm.tagger import reuse_vocabulary
 from remd.logs import get_logger
 from remd.telemetry import LLMRole
 from remd.text.updates import model_support, read
+from remd.write.assistants import judge_of, tagger_of
 from remd.write.backlog import embed_pending
 from remd.write.ingest import Draft, Writer
 from remd.write.supersede import Fresh, apply_judgement, decided_by, judge_pending, nearest_live
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
     from remd.llm.judge import LLMUpdateJudge
+    from remd.parts import Parts
 
 # The LLM steps' events keep the loggers they have always had, which a host may tune by name.
 _tag_log = get_logger("remd.llm_tagging")
@@ -41,7 +42,7 @@ BULK_CHUNK = 500  # memories per write transaction in bulk saves: short locks, s
 _LAST_WEIGHT = 0.5  # the model's tags weigh 1.0 (its first) down to this (its last)
 
 
-def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embed: bool = True,
+def save_drafts(engine: Parts, namespace: str, drafts: Sequence[Draft], *, embed: bool = True,
                 progress: Callable[[int], None] | None = None) -> list[str]:
     """Write validated drafts, BULK_CHUNK per transaction, then (with ``embed``) the vectors:
     a single draft's own, or after a bulk write the namespace's whole backlog. Returns the new
@@ -76,14 +77,14 @@ def save_drafts(engine: Engine, namespace: str, drafts: Sequence[Draft], *, embe
         embed_pending(engine, namespace, rids=rids if len(drafts) == 1 else None)
     if to_tag and engine.config.tags.llm:
         tag_with_llm(engine, namespace, to_tag)
-    if judged and engine.config.updates.llm and engine.update_judge is not None:
+    if judged and engine.config.updates.llm and judge_of(engine) is not None:
         engine.in_background(judge_with_llm, engine, namespace, judged)
     engine.telemetry.saved(len(ids))
     return ids
 
 
 # -- the LLM tagger, after the commit ------------------------------------------------------
-def _vocabulary(engine: Engine, namespace: str) -> list[str]:
+def _vocabulary(engine: Parts, namespace: str) -> list[str]:
     limit = engine.config.tags.llm_vocabulary
     if limit == 0:
         return []
@@ -92,7 +93,7 @@ def _vocabulary(engine: Engine, namespace: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def _known(engine: Engine, namespace: str, names: list[str]) -> set[str]:
+def _known(engine: Parts, namespace: str, names: list[str]) -> set[str]:
     if not names:
         return set()
     marks = ",".join("?" * len(names))
@@ -107,11 +108,11 @@ def _weights(tags: Sequence[str]) -> dict[str, float]:
             for i, tag in enumerate(tags)}
 
 
-def tag_with_llm(engine: Engine, namespace: str, written: Sequence[tuple[int, Draft]]) -> int:
+def tag_with_llm(engine: Parts, namespace: str, written: Sequence[tuple[int, Draft]]) -> int:
     """Re-tag memories just committed (``(rid, draft)``) with the LLM tagger; returns how many
     got the model's tags. A bulk save asks ``[llm] concurrency`` at a time. Never raises for a
     model failure: those memories keep their offline tags."""
-    tagger = engine.tagger
+    tagger = tagger_of(engine)
     if tagger is None:
         return 0
     vocabulary = _vocabulary(engine, namespace)
@@ -147,7 +148,7 @@ def tag_with_llm(engine: Engine, namespace: str, written: Sequence[tuple[int, Dr
                                       in zip(written, answers, strict=True) if tags])
 
 
-def _write(engine: Engine, namespace: str,
+def _write(engine: Parts, namespace: str,
            answers: Sequence[tuple[int, Draft, list[str]]]) -> int:
     done = 0
     for start in range(0, len(answers), BULK_CHUNK):
@@ -168,12 +169,12 @@ def iso_date(posix: float) -> str:
     return datetime.fromtimestamp(posix, UTC).date().isoformat()
 
 
-def judge_with_llm(engine: Engine, namespace: str, ids: Sequence[str]) -> int:
+def judge_with_llm(engine: Parts, namespace: str, ids: Sequence[str]) -> int:
     """Ask the model about memories just saved (their ids) and apply its decisions; returns
     how many pairs it decided. While the judge rests after an endpoint failure (a warning),
     the memories wait for the rest to end, then are judged; the one that failed is asked once
     more. Never raises for a model or store failure: the offline decisions stay."""
-    judge = engine.update_judge
+    judge = judge_of(engine)
     if judge is None:
         return 0
     decided = 0
@@ -201,7 +202,7 @@ def judge_with_llm(engine: Engine, namespace: str, ids: Sequence[str]) -> int:
     return decided
 
 
-def _judge_one(engine: Engine, judge: LLMUpdateJudge, namespace: str, node_id: str) -> int:
+def _judge_one(engine: Parts, judge: LLMUpdateJudge, namespace: str, node_id: str) -> int:
     with engine.caches.use(namespace) as view, engine.store.snapshot() as conn:
         view.bits.refresh(conn)
         row = conn.execute("SELECT rid, content, created_at FROM nodes "

@@ -398,19 +398,3 @@ def apply_judgement(conn: Connection, ns: str, newer: str, relations: dict[str, 
         log.info("update.llm_decided", namespace=ns, newer=newer, older=older,
                  relation=relation, model=model)
     return changed
-
-
-def contradictions(conn: Connection, ns: str, memory_id: str | None = None
-                   ) -> list[tuple[str, str, float, str | None]]:
-    """(newer, older, confidence, reason) of live memories joined by a live CONTRADICTS edge
-    (update detection's "probably", or a ``[[memory:id]] contradicts`` link), newest edge
-    first; ``memory_id``: those touching it."""
-    touching = "" if memory_id is None else "AND (e.src = ? OR e.dst = ?) "
-    rows: Any = conn.execute(
-        "SELECT e.src, e.dst, e.weight, e.context FROM edges e "
-        "JOIN nodes a ON a.id = e.src AND a.namespace = e.namespace AND a.status = 'live' "
-        "JOIN nodes b ON b.id = e.dst AND b.namespace = e.namespace AND b.status = 'live' "
-        f"WHERE e.namespace = ? AND e.type = 'CONTRADICTS' AND e.live = 1 {touching}"
-        "ORDER BY e.created_at DESC, e.eid DESC",
-        (ns, *(() if memory_id is None else (memory_id, memory_id)))).fetchall()
-    return [(str(s), str(d), float(w), c) for s, d, w, c in rows]

@@ -22,7 +22,7 @@ from remd.text.tagging import normalise_tag
 from remd.write.graph import GraphWriter
 
 if TYPE_CHECKING:
-    from remd.engine import Engine
+    from remd.parts import Parts
 
 FANOUT = 32  # co-occurrence edges followed per tag, as in inject
 MAX_HIERARCHY = 10_000  # tags visited by one hierarchy traversal (a guard, not a real limit)
@@ -129,14 +129,14 @@ def _names(conn: Connection, ns: str, tids: Sequence[int]) -> list[str]:
     return [by_id[t] for t in tids if t in by_id]
 
 
-def subtypes(engine: Engine, ns: str, tag: str) -> list[str]:
+def subtypes(engine: Parts, ns: str, tag: str) -> list[str]:
     """Every tag below ``tag`` in the hierarchy, nearest first. Raises NotFound."""
     with engine.store.snapshot() as conn:
         tid, _ = _need(conn, ns, tag)
         return _names(conn, ns, _walk(conn, ns, tid, _DOWN))
 
 
-def supertypes(engine: Engine, ns: str, tag: str) -> list[str]:
+def supertypes(engine: Parts, ns: str, tag: str) -> list[str]:
     """Every tag above ``tag`` in the hierarchy, nearest first. Raises NotFound."""
     with engine.store.snapshot() as conn:
         tid, _ = _need(conn, ns, tag)
@@ -170,7 +170,7 @@ def _cluster(conn: Connection, ns: str, seed: int, depth: int, decay: float
     return act
 
 
-def memories_by_tag_cluster(engine: Engine, ns: str, tag: str, depth: int = 2, *,
+def memories_by_tag_cluster(engine: Parts, ns: str, tag: str, depth: int = 2, *,
                             limit: int = 50) -> TagCluster:
     """The tags around ``tag`` (co-occurrence edges and subtypes, ``depth`` hops, top-32
     edges per tag) and the live memories carrying them, ranked by cluster activation.
@@ -204,7 +204,7 @@ def memories_by_tag_cluster(engine: Engine, ns: str, tag: str, depth: int = 2, *
                       memories=tuple(nodes))
 
 
-def suggest_related_tags(engine: Engine, ns: str, tags: Iterable[str], *, limit: int = 10
+def suggest_related_tags(engine: Parts, ns: str, tags: Iterable[str], *, limit: int = 10
                          ) -> list[tuple[str, float]]:
     """Existing tags that go with ``tags``: co-occurrence (edge weight, summed over the given
     tags, damped for tags on most memories) plus their hierarchy neighbours. Unknown tags are
@@ -241,7 +241,7 @@ def suggest_related_tags(engine: Engine, ns: str, tags: Iterable[str], *, limit:
 
 
 # -- curating the vocabulary ---------------------------------------------------------------------
-def rename_tag(engine: Engine, ns: str, old: str, new: str) -> str:
+def rename_tag(engine: Parts, ns: str, old: str, new: str) -> str:
     """Rename a tag (its memories, edges and hierarchy follow); returns the normalised new name.
 
     Raises NotFound if ``old`` is unknown, Conflict if ``new`` exists already (merge instead),
@@ -260,7 +260,7 @@ def rename_tag(engine: Engine, ns: str, old: str, new: str) -> str:
     return new_name
 
 
-def merge_tags(engine: Engine, ns: str, src: str, dst: str) -> str:
+def merge_tags(engine: Parts, ns: str, src: str, dst: str) -> str:
     """Fold tag ``src`` into ``dst`` and delete ``src``; returns dst's name.
 
     Memories carrying src carry dst (the higher weight is kept), co-occurrence edges are summed
@@ -312,7 +312,7 @@ def _dot_id(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def export_tag_graph(engine: Engine, ns: str, format: Literal["dot", "json"] = "json", *,
+def export_tag_graph(engine: Parts, ns: str, format: Literal["dot", "json"] = "json", *,
                      max_edges: int | None = None) -> str:
     """The namespace's tag graph as Graphviz DOT or JSON (tags with df, weighted co-occurrence
     edges strongest first, subtype links). Raises InvalidInput for another format."""
