@@ -76,10 +76,10 @@ def more_sql(held: Scope, names: Scope) -> str | None:
 
 
 def commit_sql(names: Scope, keep: int, step: int) -> tuple[str, ...]:
-    """COMMIT, after pruning the change logs as the SQLite store does
-    (remd.store.sqlite._prune_logs: the oldest rows of a log once it holds LOG_KEEP + a step),
-    of the namespaces the transaction holds (None: the whole log), sent together. Each prune
-    is one statement, its condition evaluated once before any row is looked at."""
+    """COMMIT, after pruning the change logs as the SQLite store does (its ``_prune_logs``:
+    the oldest rows of a log once it holds shared.LOG_KEEP + a step), of the namespaces the
+    transaction holds (None: the whole log), sent together. Each prune is one statement, its
+    condition evaluated once before any row is looked at."""
     return _commit_sql(names, keep, step)
 
 

@@ -37,10 +37,9 @@ from remd.config import StoreConfig
 from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError, first_line
 from remd.logs import get_logger
 from remd.store import pglocks, pgsearch
-from remd.store import sqlite as store
 from remd.store.pgconnect import reach, redact
 from remd.store.pgconnection import PgConnection, wrap
-from remd.store.shared import Leases, refuse_unknown
+from remd.store.shared import LOG_KEEP, LOG_STEP, Leases, refuse_unknown, savepoint
 
 if TYPE_CHECKING:
     import psycopg
@@ -70,7 +69,7 @@ def _begin(names: pglocks.Scope) -> tuple[str, str]:
 
 def _commit(names: pglocks.Scope) -> tuple[str, ...]:
     """The change logs' pruning (of ``names``' rows; None: all) and COMMIT."""
-    return pglocks.commit_sql(names, store.LOG_KEEP, store._LOG_STEP)
+    return pglocks.commit_sql(names, LOG_KEEP, LOG_STEP)
 
 
 def is_url(path: object) -> bool:
@@ -216,7 +215,7 @@ class PgStore(Leases[PgConnection]):
                     conn.script(more)
                     local.held = None if names is None else tuple(sorted(
                         {*local.held, *names}))
-                with store.savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
+                with savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
                     yield conn
                 return
             local.depth, local.held = 1, names

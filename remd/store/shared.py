@@ -1,14 +1,21 @@
 """What the two stores (remd/store/sqlite.py, remd/store/postgres.py) share, written once: the
-connection a thread holds, ``one`` and ``scalar`` over ``query``, and the refusal of a
-database that records a migration this code does not know."""
+connection a thread holds, ``one`` and ``scalar`` over ``query``, the refusal of a database
+that records a migration this code does not know, the savepoint of a nested transaction and
+how much of the change logs a commit keeps."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from remd.errors import SchemaVersionError, StoreError
+from remd.store.seam import Connection
+
+# tag_log rows kept for readers (remd/index/graphcache.py); pruned in steps of LOG_STEP.
+LOG_KEEP = 65_536
+LOG_STEP = 4096
 
 C = TypeVar("C")
 
@@ -56,3 +63,22 @@ def refuse_unknown(where: str, done: Sequence[str], known: Sequence[str]) -> Non
         raise SchemaVersionError(
             f"database {where!r} has migration {unknown[0]!r} ({len(done)} in all), "
             f"newer than this remd ({len(known)}); upgrade remd")
+
+
+@contextlib.contextmanager
+def savepoint(conn: Connection, local: threading.local, name: str) -> Iterator[None]:
+    """A transaction nested in the one ``conn`` is in (either store's): rolled back alone on
+    any error; ``local.depth`` counts the nesting."""
+    conn.execute(f"SAVEPOINT {name}")
+    local.depth += 1
+    try:
+        yield
+        conn.settle()  # a deferred write's error rolls back to the savepoint (PostgreSQL)
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+        raise
+    else:
+        conn.execute(f"RELEASE {name}")
+    finally:
+        local.depth -= 1

@@ -36,17 +36,13 @@ from remd.store.quantisation import to_int8
 from remd.store.reads import int_scalar
 from remd.store.resident import Resident
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
-from remd.store.seam import Connection
-from remd.store.shared import Leases, refuse_unknown
+from remd.store.shared import LOG_KEEP, LOG_STEP, Leases, refuse_unknown, savepoint
 from remd.store.sqlitedialect import SqliteConnection
 from remd.store.walfiles import Identity, check_reader, check_writable, keep, why_read_only
 
 log = get_logger("remd.store")
 
 _LOG_VERSIONS = (("tag_log", 5), ("node_log", 6))  # change log, schema version adding it
-# tag_log rows kept for readers (remd/index/graphcache.py); pruned in steps of _LOG_STEP.
-LOG_KEEP = 65_536
-_LOG_STEP = 4096
 
 
 def _wrap(exc: apsw.Error, path: str) -> StoreError:
@@ -121,7 +117,7 @@ def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
     for table in tables:
         (top,) = conn.execute(f"SELECT max(seq) FROM {table}").fetchone() or (None,)
         (low,) = conn.execute(f"SELECT min(seq) FROM {table}").fetchone() or (None,)
-        if top is not None and top - low >= LOG_KEEP + _LOG_STEP:
+        if top is not None and top - low >= LOG_KEEP + LOG_STEP:
             conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - LOG_KEEP,))
 
 
@@ -468,25 +464,6 @@ class Store(Leases[SqliteConnection]):
             self.checkpointer.close()
         if self.resident is not None:
             self.resident.close()
-
-
-@contextlib.contextmanager
-def savepoint(conn: Connection, local: threading.local, name: str) -> Iterator[None]:
-    """A transaction nested in the one ``conn`` is in (either store's): rolled back alone on
-    any error; ``local.depth`` counts the nesting."""
-    conn.execute(f"SAVEPOINT {name}")
-    local.depth += 1
-    try:
-        yield
-        conn.settle()  # a deferred write's error rolls back to the savepoint (PostgreSQL)
-    except BaseException:
-        conn.execute(f"ROLLBACK TO {name}")
-        conn.execute(f"RELEASE {name}")
-        raise
-    else:
-        conn.execute(f"RELEASE {name}")
-    finally:
-        local.depth -= 1
 
 
 def _rollback(conn: apsw.Connection) -> None:
