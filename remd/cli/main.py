@@ -25,9 +25,9 @@ from remd.cli.tags import tags
 from remd.errors import InvalidInput, RemdError, first_line
 from remd.logs import configure_logging
 from remd.models import MAX_SQL_INTEGER
+from remd.query.contradictions import MAX_CONTRADICTIONS
 from remd.store import shown
 from remd.text.tagnames import check_tags
-from remd.query.contradictions import MAX_CONTRADICTIONS
 from remd.wire import node_to_dict, pair_to_dict
 from remd.write.exchange import read_lines
 

@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any
 from remd.config import StoreConfig
 from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError, first_line
 from remd.logs import get_logger
-from remd.store import pglocks, pgsearch
+from remd.store import pglocks, pgsearch, shared
 from remd.store.pgconnect import reach, redact
 from remd.store.pgconnection import PgConnection, wrap
-from remd.store.shared import LOG_KEEP, LOG_STEP, Leases, refuse_unknown, savepoint
+from remd.store.shared import Leases, refuse_unknown, savepoint
 
 if TYPE_CHECKING:
     import psycopg
@@ -69,7 +69,7 @@ def _begin(names: pglocks.Scope) -> tuple[str, str]:
 
 def _commit(names: pglocks.Scope) -> tuple[str, ...]:
     """The change logs' pruning (of ``names``' rows; None: all) and COMMIT."""
-    return pglocks.commit_sql(names, LOG_KEEP, LOG_STEP)
+    return pglocks.commit_sql(names, shared.LOG_KEEP, shared.LOG_STEP)
 
 
 def is_url(path: object) -> bool:

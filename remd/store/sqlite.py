@@ -31,12 +31,13 @@ from remd.errors import (
     StoreError,
 )
 from remd.logs import get_logger
+from remd.store import shared
 from remd.store.checkpoints import Checkpointer
 from remd.store.quantisation import to_int8
 from remd.store.reads import int_scalar
 from remd.store.resident import Resident
 from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
-from remd.store.shared import LOG_KEEP, LOG_STEP, Leases, refuse_unknown, savepoint
+from remd.store.shared import Leases, refuse_unknown, savepoint
 from remd.store.sqlitedialect import SqliteConnection
 from remd.store.walfiles import Identity, check_reader, check_writable, keep, why_read_only
 
@@ -109,7 +110,7 @@ def _file_bytes(path: str) -> int:
 
 def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
     """Before a commit: drop the oldest rows of each change log (tag_log, node_log) once it
-    holds LOG_KEEP + a step.
+    holds shared.LOG_KEEP + a step.
 
     Two index probes per log when there is nothing to do. Readers that had not yet seen the
     dropped rows notice and reload (remd/index/graphcache.py, remd/index/nodemirror.py).
@@ -117,8 +118,8 @@ def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
     for table in tables:
         (top,) = conn.execute(f"SELECT max(seq) FROM {table}").fetchone() or (None,)
         (low,) = conn.execute(f"SELECT min(seq) FROM {table}").fetchone() or (None,)
-        if top is not None and top - low >= LOG_KEEP + LOG_STEP:
-            conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - LOG_KEEP,))
+        if top is not None and top - low >= shared.LOG_KEEP + shared.LOG_STEP:
+            conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - shared.LOG_KEEP,))
 
 
 def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
