@@ -8,8 +8,8 @@ works on a fresh copy of it. Writers are processes of this script (``--writer``)
 memory at a time in their own namespace (``embedder=None``: the write path and its locks, not
 the model), logging each save or error. Methods:
 
-- ``snapshot``: remd.store.backup.backup_file, what ``remd backup`` runs (the backup API, 1024
-pages a
+- ``snapshot``: remd.store.sqlite.backup.backup_file, what ``remd backup`` runs (the backup API,
+1024 pages a
   step, inside one read transaction on the source);
 - ``steps``: the backup API alone (same steps and pauses, no held read transaction): a commit
   by a writer between two steps restarts the copy; given up after --give-up seconds;
@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_inject import build  # noqa: E402
 from remd import Config, Memory, RemdError  # noqa: E402
 from remd.config import StoreConfig  # noqa: E402
-from remd.store.backup import backup_file  # noqa: E402
-from remd.store.sqlite import connect  # noqa: E402
+from remd.store.sqlite.backup import backup_file  # noqa: E402
+from remd.store.sqlite.store import connect  # noqa: E402
 
 PAGES_PER_STEP = 1024
 PAUSE = 0.002

@@ -50,7 +50,7 @@ from remd import Config, Memory  # noqa: E402
 from remd.config import EmbedConfig  # noqa: E402
 from remd.index.lexical import stem_counts  # noqa: E402
 from remd.index.vectors import write_vectors  # noqa: E402
-from remd.store.postgres import is_url  # noqa: E402
+from remd.store import is_url  # noqa: E402
 from remd.store.quantisation import from_int8  # noqa: E402
 from remd.text.embed import DIM, Embedder, make_embedder  # noqa: E402
 

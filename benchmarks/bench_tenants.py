@@ -50,7 +50,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from remd.config import StoreConfig  # noqa: E402
-from remd.store.sqlite import connect  # noqa: E402
+from remd.store.sqlite.store import connect  # noqa: E402
 
 REMD = [sys.executable, "-c", "import sys; from remd.cli.main import main; sys.exit(main())"]
 FD_LIMIT = 1024

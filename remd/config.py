@@ -62,7 +62,7 @@ class StoreConfig(_Section):
         "memories: 22.7 -> 16.7 ms); 0 turns it off"))
     checkpoint_pages: int = Field(1000, ge=0, description=(
         "WAL pages after which a background thread checkpoints "
-        "(remd/store/checkpoints.py Checkpointer); "
+        "(remd/store/sqlite/checkpoints.py Checkpointer); "
         "0 leaves it to SQLite, inside the commit that crosses 1000 pages"))
     max_connections: int = Field(4, ge=1, le=64, description=(
         "connections to the file one process keeps at most, shared by every namespace and "
@@ -72,7 +72,7 @@ class StoreConfig(_Section):
     resident_mb: int = Field(0, ge=0, description=(
         "lock up to this many MB of the database file in memory (mlock), so that a question "
         "after idle never waits for the disk: ~2,000 per million memories; 0 leaves paging "
-        "to the kernel (remd/store/resident.py)"))
+        "to the kernel (remd/store/sqlite/resident.py)"))
 
 
 class EngineConfig(_Section):

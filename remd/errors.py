@@ -95,7 +95,7 @@ class NotDenser(RemdError):
 
 
 class BackupError(RemdError):
-    """A backup cannot be made, or a copy fails its check (remd/store/backup.py)."""
+    """A backup cannot be made, or a copy fails its check (remd/store/sqlite/backup.py)."""
 
 
 class DestinationExists(BackupError, FileExistsError):

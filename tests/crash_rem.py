@@ -49,7 +49,7 @@ from remd.index.vectors import BitIndex
 from remd.llm.client import LLMClient
 from remd.sleep.consolidate import ClusterWriter
 from remd.sleep.synthesis import LLMSynthesiser, Synthesiser
-from remd.store.postgres import is_url
+from remd.store import is_url
 from remd.store.quantisation import from_int8
 from remd.text.tokens import TokenCounter
 from remd.wire import iso

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from remd.index import vectors
 from remd.memory import Memory
-from remd.store.sqlite import Store
+from remd.store.sqlite.store import Store
 
 
 def knn(mem: Memory, namespace: str, query: npt.ArrayLike, k: int, *,

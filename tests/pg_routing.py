@@ -26,7 +26,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from remd.store.pgsql import translate
+from remd.store.postgres.translate import translate
 
 MEMORY_TABLES = frozenset({
     "nodes", "tags", "node_tags", "tag_edges", "tag_parents", "edges", "node_vec_bit",
@@ -155,7 +155,7 @@ def shape(sql: str) -> str:
 
 def literal_statements(paths: Iterable[Path]) -> set[str]:
     """The shapes of the SQL string literals in ``paths`` (Python files), as the PostgreSQL
-    backend would send them (remd.store.pgsql.translate)."""
+    backend would send them (remd.store.postgres.translate.translate)."""
     found: set[str] = set()
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -102,7 +102,7 @@ def _forms(parts: list[Part]) -> list[str]:
 
 
 def statements(package: Path = ROOT / "remd",
-               skip: tuple[str, ...] = ("remd/store/pgsql.py",)) -> list[Statement]:
+               skip: tuple[str, ...] = ("remd/store/postgres/translate.py",)) -> list[Statement]:
     """Every statement of ``package``'s modules, with where it is written (``skip``: modules
     whose strings are pieces of SQL, not statements: the translator's own)."""
     found: list[Statement] = []

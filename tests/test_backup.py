@@ -1,5 +1,5 @@
-"""Online backup (remd/store/backup.py, `remd backup`): copies taken while 8 writer processes save
-and
+"""Online backup (remd/store/sqlite/backup.py, `remd backup`): copies taken while 8 writer
+processes save and
 `remd serve` consolidates the same file are whole, open as remd databases and hold every memory
 acknowledged before they started; the writers see no error. And the refusals: a corrupt copy,
 an existing DEST, PostgreSQL."""
@@ -19,7 +19,7 @@ import pytest
 
 from remd import Memory
 from remd.errors import BackupError, BackupUnsupported, DestinationExists
-from remd.store.backup import backup_file, check_backup
+from remd.store.sqlite.backup import backup_file, check_backup
 from tests.test_daemon import Served
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from remd import Memory
-from remd.store.postgres import is_url
+from remd.store import is_url
 from tests.crash_rem import MODES, Baseline, CrashLoop, EchoLLM, Zygote, build_db, check
 from tests.test_daemon import Served
 from tests.test_rem import NOW

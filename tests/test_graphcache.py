@@ -19,7 +19,7 @@ import remd.store.shared as store_shared
 from remd import Config, Memory
 from remd.index import graphcache
 from remd.index.nodemirror import GONE, KINDS, STATUS
-from remd.store.postgres import is_url
+from remd.store import is_url
 from tests.test_rem import NOW, fragments, old_lines
 
 pytestmark = pytest.mark.backends

@@ -309,7 +309,7 @@ def test_migration_keeps_every_vector_once_in_a_file_of_the_previous_schema(
         db_path: Path) -> None:
     """A file as the previous release made it (migrations up to 0007: vectors in vec0's
     node_vec and again in node_vec_bit) opens with its vectors intact, stored once."""
-    from remd.store.sqlite import connect
+    from remd.store.sqlite.store import connect
     from tests.test_store import old_file
 
     embedder = make_embedder(EmbedConfig())
@@ -540,7 +540,7 @@ def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
 def test_migration_0004_marks_the_dead_rows_of_an_existing_file(db_path: Path) -> None:
     """A file written by the previous schema (no node_tags.live) with superseded and forgotten
     memories: opening it with this remd backfills live = 0 for exactly their rows."""
-    from remd.store.sqlite import StoreConfig, connect
+    from remd.store.sqlite.store import StoreConfig, connect
     from tests.test_store import old_file
 
     old_file(db_path, "0003_vec_generation")

@@ -1,5 +1,5 @@
 """executemany of a one-row INSERT on PostgreSQL: one statement over arrays where that does
-what the rows one by one do, each row otherwise (remd/store/pgconnection.py _unnest)."""
+what the rows one by one do, each row otherwise (remd/store/postgres/connection.py _unnest)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from remd.config import StoreConfig
-from remd.store.pgconnection import _unnest
-from remd.store.pgsql import one_row
-from remd.store.postgres import PgStore
+from remd.store.postgres.connection import _unnest
+from remd.store.postgres.store import PgStore
+from remd.store.postgres.translate import one_row
 from tests.pg_server import SuiteServer
 
 EDGE = ("INSERT INTO tag_edges (namespace, src, dst, count, weight) VALUES (?, ?, ?, 1, ?) "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import psycopg
 
 from remd import Memory
-from remd.store.pgsql import KEYS, translate
+from remd.store.postgres.translate import KEYS, translate
 from tests.pg_server import PgServer
 
 # Tables that hold no memories: a sharded database keeps them whole on every node (Citus

@@ -26,7 +26,7 @@ ACROSS_NAMESPACES = {
     r"^SELECT namespace, status, count\(\*\) FROM nodes WHERE namespace IN \(SELECT DISTINCT":
         "the file's namespaces for an operator (remd.query.namespaces: /v1/namespaces, /ui)",
     r"^-- remd migration ":
-        "a migration: applied once to the whole database (remd/store/pg_migrations)",
+        "a migration: applied once to the whole database (remd/store/postgres/migrations)",
     r"^(?:DELETE FROM node_keys$|SELECT rid, namespace, content FROM nodes WHERE rid > )":
         "the subject keys read anew by a new version, the whole file once (remd.index.keys)",
 }

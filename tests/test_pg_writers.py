@@ -1,4 +1,4 @@
-"""Writes on PostgreSQL are serialised per namespace (remd/store/pglocks.py): writers on two
+"""Writes on PostgreSQL are serialised per namespace (remd/store/postgres/locks.py): writers on two
 namespaces hold their transactions at once; two on one namespace take turns, and fact
 supersession stays exact; a transaction naming no namespace waits for every writer.
 

@@ -1,4 +1,5 @@
-"""remd/store/pgsql.py: the engine's SQLite-dialect statements as PostgreSQL reads them."""
+"""remd/store/postgres/translate.py: the engine's SQLite-dialect statements as PostgreSQL reads
+them."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 
 from remd.config import StoreConfig
 from remd.errors import StoreError
-from remd.store.pgsql import KEYS, translate
-from remd.store.postgres import PgStore
+from remd.store.postgres.store import PgStore
+from remd.store.postgres.translate import KEYS, translate
 from tests.pg_server import SuiteServer
 
 

@@ -35,7 +35,7 @@ from remd.sleep.merge import synthesis_limit
 from remd.sleep.rem import ClusterOutcome
 from remd.sleep.remruns import get_run
 from remd.sleep.synthesis import LLMSynthesiser
-from remd.store.postgres import is_url
+from remd.store import is_url
 from remd.text.tokens import TokenCounter
 from remd.text.words import find_dates
 from remd.wire import iso

@@ -1,4 +1,5 @@
-"""[store] resident_mb: the database file's pages locked in memory (remd/store/resident.py)."""
+"""[store] resident_mb: the database file's pages locked in memory
+(remd/store/sqlite/resident.py)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Every SQL statement in remd's source (tests/sql_statements.py) in both dialects: SQLite
-prepares it (EXPLAIN on a migrated database, extensions loaded), and, translated
-(remd.store.pgsql.translate), sqlglot parses it as PostgreSQL and the suite's PostgreSQL server
-prepares it (PREPARE on a migrated schema: unknown tables, columns, functions and types are
-errors), both as sent and with its IN lists as arrays (how a snapshot's reads go). A statement
-that runs on one store only is named below with the reason; one that neither can read whole
-(a fragment completed at run time) is counted, not checked."""
+"""Every SQL statement in remd's source (tests/sql_statements.py) in both dialects: SQLite prepares
+it (EXPLAIN on a migrated database, extensions loaded), and, translated
+(remd.store.postgres.translate.translate), sqlglot parses it as PostgreSQL and the suite's
+PostgreSQL server prepares it (PREPARE on a migrated schema: unknown tables, columns, functions
+and types are errors), both as sent and with its IN lists as arrays (how a snapshot's reads go).
+A statement that runs on one store only is named below with the reason; one that neither can
+read whole (a fragment completed at run time) is counted, not checked."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import sqlglot
 
 from remd.config import StoreConfig
 from remd.errors import StoreError
-from remd.store.pgsql import _Masked, as_arrays, translate
-from remd.store.postgres import PgStore
-from remd.store.sqlite import Store
+from remd.store.postgres.store import PgStore
+from remd.store.postgres.translate import _Masked, as_arrays, translate
+from remd.store.sqlite.store import Store
 from tests.pg_server import SuiteServer
 from tests.sql_statements import Statement, statements
 
@@ -28,9 +28,10 @@ from tests.sql_statements import Statement, statements
 SQLITE_ONLY: dict[str, str] = {
     r"\bnode_fts\b": "FTS5, SQLite's full-text index (PostgreSQL: node_terms, remd.index.lexical)",
     r"\bvec_distance_cosine\(": "sqlite-vec's exact scan (PostgreSQL: remd.index.vectors)",
-    r"FROM remd_migrations ORDER BY rowid": "SQLite's migration record (remd.store.sqlite)",
-    r"\bsqlite_master\b": "SQLite's catalog: is this file a remd database (remd.store.sqlite)",
-    r"\bremd_int8\(": "a SQLite migration's own function (remd.store.schema)",
+    r"FROM remd_migrations ORDER BY rowid": "SQLite's migration record (remd.store.sqlite.store)",
+    r"\bsqlite_master\b": "SQLite's catalog: is this file a remd database "
+                          "(remd.store.sqlite.store)",
+    r"\bremd_int8\(": "a SQLite migration's own function (remd.store.sqlite.schema)",
 }
 # Statements of the PostgreSQL store only and why.
 PG_ONLY: dict[str, str] = {
@@ -38,11 +39,11 @@ PG_ONLY: dict[str, str] = {
         "PostgreSQL's full-text index, BM25 in SQL (remd.index.lexical)",
     r"= ANY\(\?\)": "an array parameter: PostgreSQL's exact vector scan (remd.index.vectors)",
     r"\b(pg_advisory_xact_lock|to_regclass|pg_tables)\b":
-        "the PostgreSQL store's write lock and migrations (remd.store.postgres)",
+        "the PostgreSQL store's write lock and migrations (remd.store.postgres.store)",
     r"\bhas_table_privilege\(": "may this role write: the PostgreSQL store's readiness "
-                                 "(remd.store.postgres)",
+                                 "(remd.store.postgres.store)",
     r"^SELECT name FROM remd_migrations ORDER BY seq$":
-        "the PostgreSQL store's migration record (remd.store.postgres)",
+        "the PostgreSQL store's migration record (remd.store.postgres.store)",
     r"^SELECT 1 FROM (tag|node)_log WHERE namespace = \?":
         "PostgreSQL's change logs name the namespace (remd.index.changelog)",
 }
@@ -85,7 +86,7 @@ def _pg_error(conn: Any, sql: str) -> str | None:
 def sqlite_conn(tmp_path: Path) -> Iterator[Any]:
     store = Store(tmp_path / "agent.db", StoreConfig())
     with store.connection() as conn:
-        # the function a SQLite migration defines for its own statement (remd.store.schema)
+        # the function a SQLite migration defines for its own statement (remd.store.sqlite.schema)
         conn.create_scalar_function("remd_int8", lambda blob: blob, 1)
         yield conn
     store.close()

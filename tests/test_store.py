@@ -21,9 +21,9 @@ from remd import Memory, SchemaVersionError, StoreError
 from remd.config import StoreConfig
 from remd.errors import DatabaseLocked, ReadOnlyStore
 from remd.store.backends import open_store
-from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, schema_sql
-from remd.store.sqlite import Store, connect
-from remd.store.walfiles import check_writable
+from remd.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, schema_sql
+from remd.store.sqlite.store import Store, connect
+from remd.store.sqlite.walfiles import check_writable
 from tests.test_contract_cli3 import as_user
 
 pytestmark = pytest.mark.backends

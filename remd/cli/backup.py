@@ -1,5 +1,5 @@
-"""The ``remd backup`` command: an online copy of the database file (remd.store.backup), or the
-check of one; registered on the group by :mod:`remd.cli.main`."""
+"""The ``remd backup`` command: an online copy of the database file (remd.store.sqlite.backup), or
+the check of one; registered on the group by :mod:`remd.cli.main`."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ PostgreSQL each row also carries its namespace and a reader reads only its own, 
 statement names one namespace (a sharded database routes it to one shard); a SQLite file does
 not pay the column's bytes on every logged change.
 
-Pruning drops the oldest rows of the whole log (remd/store/sqlite.py): a reader whose last look is
-older than the oldest row left reloads.
+Pruning drops the oldest rows of the whole log (remd/store/sqlite/store.py): a reader whose last
+look is older than the oldest row left reloads.
 """
 
 from __future__ import annotations

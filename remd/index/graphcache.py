@@ -160,7 +160,7 @@ class TagGraphCache:
         named = kind == "edges"
         if not self.keeping or len(missing) < (1 if named else 2):
             return
-        # One statement for them all (remd/store/pgsearch.py); None on SQLite.
+        # One statement for them all (remd/store/postgres/search.py); None on SQLite.
         rows = conn.rows_per_tag(_READS[kind], missing, self.namespace, limit, named=named)
         if rows is None:
             return

@@ -200,7 +200,7 @@ def search(conn: Connection, match: Match, limit: int, namespace: str, *,
            filtered: bool = False) -> list[tuple[int, float]]:
     """(rid, bm25 score, higher is better) of the best ``limit`` matches, any status, of the
     file on SQLite, of ``namespace`` on PostgreSQL (bm25 as FTS5 computes it, over the
-    namespace's term index: remd/store/pgsearch.py); ``filtered``: only ``namespace``'s live,
+    namespace's term index: remd/store/postgres/search.py); ``filtered``: only ``namespace``'s live,
     deprecated and superseded nodes (a join per matching posting: for when most matches are
     others' or dead)."""
     return conn.search(match, limit, namespace, filtered=filtered)

@@ -3,8 +3,8 @@
 A memory's embedding is stored twice in ``node_vec_bit`` (and a sentence's in ``sentence_vec``):
 the sign bits the Hamming pre-filter scans (:mod:`remd.index.vectors`) and the int8 vector the
 cosine
-rerank reads. The schema's migration 0008 (:mod:`remd.store.sqlite`) rewrote older float32 vectors
-in
+rerank reads. The schema's migration 0008 (:mod:`remd.store.sqlite.schema`) rewrote older float32
+vectors in
 the int8 form, so these functions sit below both.
 """
 

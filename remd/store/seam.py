@@ -1,10 +1,10 @@
 """The seam between the engine and its store: what engine code may ask of a store and of the
 connection it holds, whichever database is behind them.
 
-Two stores implement it: the SQLite file (:class:`remd.store.sqlite.Store`, whose connections
-are :class:`remd.store.sqlitedialect.SqliteConnection`) and the PostgreSQL database
-(:class:`remd.store.postgres.PgStore`, connections
-:class:`remd.store.pgconnection.PgConnection`). Both satisfy these protocols structurally
+Two stores implement it: the SQLite file (:class:`remd.store.sqlite.store.Store`, whose connections
+are :class:`remd.store.sqlite.dialect.SqliteConnection`) and the PostgreSQL database
+(:class:`remd.store.postgres.store.PgStore`, connections
+:class:`remd.store.postgres.connection.PgConnection`). Both satisfy these protocols structurally
 (mypy checks it where :func:`remd.store.backends.open_store` returns one), so engine code
 annotated with them is checked for both.
 

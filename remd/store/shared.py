@@ -1,7 +1,7 @@
-"""What the two stores (remd/store/sqlite.py, remd/store/postgres.py) share, written once: the
-connection a thread holds, ``one`` and ``scalar`` over ``query``, the refusal of a database
-that records a migration this code does not know, the savepoint of a nested transaction and
-how much of the change logs a commit keeps."""
+"""What the two stores (remd/store/sqlite/store.py, remd/store/postgres/store.py) share, written
+once: the connection a thread holds, ``one`` and ``scalar`` over ``query``, the refusal of a
+database that records a migration this code does not know, the savepoint of a nested transaction
+and how much of the change logs a commit keeps."""
 
 from __future__ import annotations
 

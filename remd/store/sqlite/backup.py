@@ -45,14 +45,14 @@ import sqlite_vec
 from remd.config import StoreConfig
 from remd.errors import BackupError, BackupUnsupported, DestinationExists
 from remd.logs import get_logger
-from remd.store.postgres import is_url, shown
 from remd.store.reads import int_scalar
-from remd.store.schema import MIGRATIONS, SCHEMA_VERSION
-from remd.store.sqlite import connect
-from remd.store.sqlitedialect import SqliteConnection
-from remd.store.walfiles import holders, is_sqlite
+from remd.store.sqlite.dialect import SqliteConnection
+from remd.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+from remd.store.sqlite.store import connect
+from remd.store.sqlite.walfiles import holders, is_sqlite
+from remd.store.where import is_url, shown
 
-log = get_logger("remd.store.backup")
+log = get_logger("remd.store.sqlite.backup")
 
 PAGES_PER_STEP = 1024  # 4 MiB of 4 KiB pages per step of the copy
 PAUSE_SECONDS = 0.002  # between steps: the writers' I/O goes first

@@ -1,8 +1,8 @@
 """remd's SQL, as written for SQLite, in PostgreSQL's dialect.
 
 The engine writes its statements once, in the SQLite dialect it was built on; the PostgreSQL
-store (:mod:`remd.store.postgres`) runs each through :func:`translate` (cached: the engine has a few
-hundred distinct statements). A small lexer first sets aside what is not SQL code (quoted
+store (:mod:`remd.store.postgres.store`) runs each through :func:`translate` (cached: the engine
+has a few hundred distinct statements). A small lexer first sets aside what is not SQL code (quoted
 names, string literals, dollar-quoted strings and comments), so that no rewrite ever looks
 inside them. The rewrites are the handful of places where the dialects differ in the SQL remd
 actually writes:
@@ -39,7 +39,7 @@ from remd.errors import StoreError
 
 __all__ = ["KEYS", "as_unnest", "translate"]
 
-# Every unique key of each table of the PostgreSQL schema (remd/store/pg_migrations), the
+# Every unique key of each table of the PostgreSQL schema (remd/store/postgres/migrations), the
 # primary key (if any) first. tests/test_pgsql.py checks it against the catalog of a migrated
 # database.
 KEYS: dict[str, tuple[tuple[str, ...], ...]] = {

@@ -13,21 +13,11 @@ from typing import Any
 import apsw
 
 from remd.store.seam import Match, Read
-
-# The lexical index's tokenizer: porter over unicode61, as schema.sql's node_fts. PostgreSQL
-# tokenises with the same one (remd/store/pgsearch.py).
-TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
-
-
-def tokens(owner: apsw.Connection, utf8: bytes, *, query: bool) -> list[tuple[Any, ...]]:
-    """The tokens (start, end, stem, ...) of ``utf8`` by :data:`TOKENIZER` of ``owner``."""
-    flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
-    found: list[Any] = list(owner.fts5_tokenizer(*TOKENIZER)(utf8, flags, None))
-    return found
+from remd.store.tokenizer import tokens
 
 
 class SqliteConnection(apsw.Connection):
-    """An apsw connection to a remd file (opened by :func:`remd.store.sqlite.connect`)."""
+    """An apsw connection to a remd file (opened by :func:`remd.store.sqlite.store.connect`)."""
 
     # -- reading ahead: nothing to save without round trips -------------------------------
     def settle(self) -> None:

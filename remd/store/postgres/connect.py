@@ -1,8 +1,8 @@
-"""Reaching a PostgreSQL server: a URL as messages may show it (no password), and one
-connection attempt that fails with libpq's reason.
+"""Reaching a PostgreSQL server: one connection attempt that fails with libpq's reason (the
+URL shown without its password: :func:`remd.store.where.redact`).
 
-The store's pool (remd.store.postgres) connects in the background and retries; a URL that can never
-connect would only show as a busy pool after ``store.pool_wait_ms``. :func:`reach` asks once,
+The store's pool (remd.store.postgres.store) connects in the background and retries; a URL that can
+never connect would only show as a busy pool after ``store.pool_wait_ms``. :func:`reach` asks once,
 up front, so a server that is down or a wrong database, role or sslmode is a StoreError that
 names the cause, and not a PoolExhausted that tells the caller to retry.
 """
@@ -15,26 +15,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from remd.errors import StoreError, first_line, quote
+from remd.store.where import redact
 
 if TYPE_CHECKING:
     from remd.config import StoreConfig
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs: user, host, port (when the URL
-    gives one) and database; a unix socket directory stays a ``host=`` parameter."""
-    import psycopg.conninfo
-
-    try:
-        params = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.Error:
-        return url.split("@")[-1]
-    host, port = str(params.get("host", "")), params.get("port")
-    if host.startswith("/"):
-        where, query = "", f"?host={host}" + (f"&port={port}" if port else "")
-    else:
-        where, query = host + (f":{port}" if port else ""), ""
-    return f"postgresql://{params.get('user', '')}@{where}/{params.get('dbname', '')}{query}"
 
 
 def reach(url: str, config: StoreConfig) -> None:

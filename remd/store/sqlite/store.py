@@ -1,5 +1,5 @@
 """The SQLite file: one connection factory, one transaction primitive, named migrations
-(listed in :mod:`remd.store.schema`, applied by :meth:`Store.migrate`).
+(listed in :mod:`remd.store.sqlite.store.schema`, applied by :meth:`Store.migrate`).
 
 Every connection goes through :func:`connect` (WAL, busy timeout, foreign keys, sqlite-vec).
 Every write goes through :meth:`Store.transaction` (``BEGIN IMMEDIATE``; a ``SAVEPOINT`` when
@@ -32,14 +32,14 @@ from remd.errors import (
 )
 from remd.logs import get_logger
 from remd.store import shared
-from remd.store.checkpoints import Checkpointer
 from remd.store.quantisation import to_int8
 from remd.store.reads import int_scalar
-from remd.store.resident import Resident
-from remd.store.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
 from remd.store.shared import Leases, refuse_unknown, savepoint
-from remd.store.sqlitedialect import SqliteConnection
-from remd.store.walfiles import Identity, check_reader, check_writable, keep, why_read_only
+from remd.store.sqlite.checkpoints import Checkpointer
+from remd.store.sqlite.dialect import SqliteConnection
+from remd.store.sqlite.resident import Resident
+from remd.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
+from remd.store.sqlite.walfiles import Identity, check_reader, check_writable, keep, why_read_only
 
 log = get_logger("remd.store")
 
@@ -69,8 +69,8 @@ def connect(path: str | Path, config: StoreConfig, *, create: bool = True) -> Sq
     """Open ``path`` with remd's pragmas and sqlite-vec loaded.
 
     A new file is created with mode 0600 (SQLite then gives the -wal and -shm files the same
-    mode), and they are kept (remd/store/walfiles.py). Raises StoreError if the file can't be opened
-    or is not a database, ReadOnlyStore if only reading it would block its owner.
+    mode), and they are kept (remd/store/sqlite/walfiles.py). Raises StoreError if the file can't
+    be opened or is not a database, ReadOnlyStore if only reading it would block its owner.
     """
     path = str(path)
     if path != ":memory:" and create and not os.path.exists(path):
@@ -155,7 +155,7 @@ class Store(Leases[SqliteConnection]):
     to ``store.pool_wait_ms`` and then gets :class:`~remd.errors.PoolExhausted` (busy: retry).
     Connections are opened on demand and kept for the next lease.
 
-    The file stays the one first opened (:class:`~remd.store.walfiles.Identity`): once its
+    The file stays the one first opened (:class:`~remd.store.sqlite.walfiles.Identity`): once its
     path holds another file or none, leases and commits raise StoreError naming the path.
     """
 
@@ -248,7 +248,7 @@ class Store(Leases[SqliteConnection]):
 
     def check_writable(self) -> None:
         """Raise StoreError (ReadOnlyStore) naming why a write would be refused now, without
-        taking a lock (remd/store/walfiles.py)."""
+        taking a lock (remd/store/sqlite/walfiles.py)."""
         self.check_file()
         check_writable(self.path)
 

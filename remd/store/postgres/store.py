@@ -1,22 +1,22 @@
-"""The PostgreSQL store: the same interface as :class:`remd.store.sqlite.Store`, on a server.
+"""The PostgreSQL store: the same interface as :class:`remd.store.sqlite.store.Store`, on a server.
 
 Selected by a ``postgresql://`` (or ``postgres://``) URL wherever a file path is taken
 (``--db``, ``REMD_DB``, ``Memory(url)``). The engine's SQL is written once, in SQLite's dialect;
-:class:`remd.store.pgconnection.PgConnection` runs each statement through
-:func:`remd.store.pgsql.translate`
+:class:`remd.store.postgres.connection.PgConnection` runs each statement through
+:func:`remd.store.postgres.translate.translate`
 and offers the part of apsw's connection interface the engine uses (``execute`` returning a
 cursor, ``executemany``, ``total_changes``, ``in_transaction``).
 
 Semantics kept from SQLite:
 
 - A write transaction is serialised with every other write transaction on its namespaces
-  (transaction-scoped advisory locks, taken at BEGIN: remd/store/pglocks.py): SQLite's
+  (transaction-scoped advisory locks, taken at BEGIN: remd/store/postgres/locks.py): SQLite's
   one-writer rule, per namespace, which the change logs rely on (seq order = commit order
   within a namespace; see the schema) and the write path's read-then-write steps (fact
   supersession, tag counts) assume. One that names no namespace is serialised with every
   write transaction, as SQLite's are. Reads never wait for them.
 - ``snapshot()`` is a REPEATABLE READ transaction: several reads see one state.
-- Named migrations (remd/store/pg_migrations/), with the same refusal of a newer schema.
+- Named migrations (remd/store/postgres/migrations/), with the same refusal of a newer schema.
 
 Connections come from a psycopg_pool pool of ``store.max_connections`` per process, leased to
 a thread for the outermost block as the SQLite store does.
@@ -36,17 +36,19 @@ from typing import TYPE_CHECKING, Any
 from remd.config import StoreConfig
 from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError, first_line
 from remd.logs import get_logger
-from remd.store import pglocks, pgsearch, shared
-from remd.store.pgconnect import reach, redact
-from remd.store.pgconnection import PgConnection, wrap
+from remd.store import shared
+from remd.store.postgres import locks as pglocks
+from remd.store.postgres import search as pgsearch
+from remd.store.postgres.connect import reach
+from remd.store.postgres.connection import PgConnection, wrap
 from remd.store.shared import Leases, refuse_unknown, savepoint
+from remd.store.where import redact
 
 if TYPE_CHECKING:
     import psycopg
 
 log = get_logger("remd.pgstore")
 
-URL_PREFIXES = ("postgresql://", "postgres://")
 PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
                                  "0003_namespace_keys", "0004_statement_triggers",
                                  "0005_exact_values", "0006_node_keys",
@@ -72,18 +74,8 @@ def _commit(names: pglocks.Scope) -> tuple[str, ...]:
     return pglocks.commit_sql(names, shared.LOG_KEEP, shared.LOG_STEP)
 
 
-def is_url(path: object) -> bool:
-    """Whether ``path`` names a PostgreSQL database rather than a SQLite file."""
-    return isinstance(path, str) and path.startswith(URL_PREFIXES)
-
-
-def shown(path: object) -> str:
-    """``path`` as messages and logs may show it: a URL without its password."""
-    return redact(path) if isinstance(path, str) and is_url(path) else str(path)
-
-
 def _migration_sql(name: str) -> str:
-    return (resources.files("remd.store") / "pg_migrations" / f"{name}.sql").read_text(
+    return (resources.files("remd.store.postgres") / "migrations" / f"{name}.sql").read_text(
         encoding="utf-8")
 
 
@@ -204,7 +196,7 @@ class PgStore(Leases[PgConnection]):
     def transaction(self, namespace: str | Iterable[str] | None = None
                     ) -> Iterator[PgConnection]:
         """BEGIN + the write locks of ``namespace`` (a name, several, or None: every
-        namespace; remd/store/pglocks.py) ... COMMIT; a SAVEPOINT when nested (taking the
+        namespace; remd/store/postgres/locks.py) ... COMMIT; a SAVEPOINT when nested (taking the
         locks the outer transaction lacks); rollback on error."""
         names = pglocks.scope(namespace)
         with self.connection() as conn:
@@ -268,7 +260,7 @@ class PgStore(Leases[PgConnection]):
 
     def exact_scan(self, namespace: str, query: Any, k: int) -> list[tuple[int, float]]:
         """(rid, cosine distance) of the k nearest of every stored vector of the namespace,
-        nearest first: compared in process (remd/store/pgsearch.py: no vector functions)."""
+        nearest first: compared in process (remd/store/postgres/search.py: no vector functions)."""
         return pgsearch.exact_scan(self, namespace, query, k)
 
     @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """PostgreSQL's side of the dialect differences (:class:`remd.store.seam.Connection`): what
-:class:`remd.store.pgconnection.PgConnection` and :class:`remd.store.postgres.PgStore` run
-where SQLite's FTS5, sqlite-vec and file-wide change logs have no translation.
+:class:`remd.store.postgres.connection.PgConnection` and :class:`remd.store.postgres.store.PgStore`
+run where SQLite's FTS5, sqlite-vec and file-wide change logs have no translation.
 
 - Lexical search: PostgreSQL has no FTS5, so each namespace keeps its own term index
   (``node_terms``, ``node_terms_len``) and statistics (``fts_stats``), tokenised by the same
@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from remd.store.quantisation import to_int8
 from remd.store.seam import Connection, Match, Store
-from remd.store.sqlitedialect import tokens
+from remd.store.tokenizer import tokens
 
 # bm25 as FTS5 computes it (its defaults), for the term index.
 _K1 = 1.2

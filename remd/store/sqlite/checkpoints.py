@@ -10,7 +10,7 @@ import apsw
 
 from remd.config import StoreConfig
 from remd.logs import get_logger
-from remd.store.walfiles import keep
+from remd.store.sqlite.walfiles import keep
 
 log = get_logger("remd.store")  # the store's logger, as before the checkpointer had a module
 

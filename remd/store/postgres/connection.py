@@ -1,15 +1,14 @@
-"""The connection the engine holds on PostgreSQL: a pooled psycopg connection that speaks as
-an apsw connection does.
+"""The connection the engine holds on PostgreSQL: a pooled psycopg connection that speaks as an
+apsw connection does.
 
-The engine's SQL is written once, in SQLite's dialect: :class:`PgConnection` runs each
-statement through :func:`remd.store.pgsql.translate` and offers the part of apsw's connection
+The engine's SQL is written once, in SQLite's dialect: :class:`PgConnection` runs each statement
+through :func:`remd.store.postgres.translate.translate` and offers the part of apsw's connection
 interface the engine uses (``execute`` returning a cursor, ``executemany``, ``total_changes``,
 ``in_transaction``), plus what saves round trips on a server: a read snapshot's memo,
 :meth:`PgConnection.prefetch` and :meth:`PgConnection.pipelined`; and PostgreSQL's side of the
-dialect differences of :class:`remd.store.seam.Connection` (the SQL: remd/store/pgsearch.py).
-:func:`wrap` turns psycopg's errors into remd's. The pool and its transactions are
-:mod:`remd.store.postgres`'s.
-"""
+dialect differences of :class:`remd.store.seam.Connection` (the SQL:
+remd/store/postgres/search.py). :func:`wrap` turns psycopg's errors into remd's. The pool and
+its transactions are :mod:`remd.store.postgres.store`'s."""
 
 from __future__ import annotations
 
@@ -25,10 +24,10 @@ from remd.errors import (
     StoreError,
     first_line,
 )
-from remd.store import pgsearch
-from remd.store.pgconnect import redact
-from remd.store.pgsql import as_arrays, as_unnest, group, one_row, translate
+from remd.store.postgres import search as pgsearch
+from remd.store.postgres.translate import as_arrays, as_unnest, group, one_row, translate
 from remd.store.seam import Match, Read
+from remd.store.where import redact
 
 if TYPE_CHECKING:
     import psycopg
@@ -384,7 +383,7 @@ class PgConnection:
                 raise InvalidInput("value is not valid UTF-8") from exc
         raise AssertionError("unreachable")
 
-    # -- the dialect's differences (remd/store/seam.py; the SQL: remd/store/pgsearch.py) ------
+    # -- the dialect's differences (remd/store/seam.py; the SQL: postgres/search.py) -----
     def rows_per_tag(self, read: str, tids: Sequence[int], namespace: str, limit: int, *,
                      named: bool) -> _Cursor:
         cursor: _Cursor = pgsearch.rows_per_tag(self, read, tids, namespace, limit, named=named)

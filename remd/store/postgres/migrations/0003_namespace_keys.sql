@@ -7,10 +7,10 @@
 -- is unique within its namespace (the identity sequences still never repeat one, so on one
 -- server they stay unique across namespaces too); an import checks ids across namespaces itself
 -- (remd/write/exchange.py). Upserts whose SQLite conflict target lacks namespace are sent with
--- it (remd/store/pgsql.py). remd_meta and remd_migrations hold no memories: a sharded database
+-- it (remd/store/postgres/translate.py). remd_meta and remd_migrations hold no memories: a sharded database
 -- keeps them as reference tables.
 --
--- Writers are serialised per namespace (remd/store/pglocks.py): the change logs' seq grows in
+-- Writers are serialised per namespace (remd/store/postgres/locks.py): the change logs' seq grows in
 -- commit order within a namespace, which is what a reader of one namespace reads, and their
 -- key (namespace, seq) is that order.
 

@@ -3,7 +3,7 @@
 schema.sql is the one schema file, at the top level of the repository; the wheel carries it as
 remd/store/schema.sql (``[tool.hatch.build.targets.wheel.force-include]``).
 
-:class:`remd.store.sqlite.Store` applies them (``Store.migrate``), recording each name in the
+:class:`remd.store.sqlite.store.Store` applies them (``Store.migrate``), recording each name in the
 ``remd_migrations`` table in the same transaction.
 """
 
@@ -27,12 +27,12 @@ def schema_sql() -> str:
     if packaged.is_file():  # an installed wheel
         return packaged.read_text(encoding="utf-8")
     # a checkout (an editable install): the top level of the repository
-    return (Path(__file__).resolve().parents[2] / _SCHEMA_FILE).read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parents[3] / _SCHEMA_FILE).read_text(encoding="utf-8")
 
 
 def migration_sql(name: str) -> str:
-    """The SQL of one named migration (remd/store/migrations/NAME.sql)."""
-    return (resources.files("remd.store") / "migrations" /
+    """The SQL of one named migration (remd/store/sqlite/migrations/NAME.sql)."""
+    return (resources.files("remd.store.sqlite") / "migrations" /
     f"{name}.sql").read_text(encoding="utf-8")
 
 
