@@ -19,7 +19,7 @@ both servers. Any non-2xx answer or client exception is an error. The file size 
 markdown table, the log bytes per event and the first errors. ``--keep DIR`` keeps the
 database and the logs there (default: a temporary directory, removed).
 
-``tests/test_tenants.py`` runs :func:`run` at 1,000 namespaces and asserts the bounds.
+``tests/suites/test_tenants.py`` runs :func:`run` at 1,000 namespaces and asserts the bounds.
 """
 
 from __future__ import annotations

@@ -2,17 +2,16 @@
 
     python benchmarks/crash_soak.py [--kills 100] [--topics 12] [--seed 7]
 
-The longer sibling of tests/test_crash.py: the same database (tests/crash_rem.py ``build_db``:
-10 year-old fragments per topic, with edges to re-point), the same kill loop and the same
-checks (``CrashLoop``, ``check``), only more kills, and failures are counted instead of
+The longer sibling of tests/suites/test_crash.py: the same database (tests/crash_rem.py
+``build_db``: 10 year-old fragments per topic, with edges to re-point), the same kill loop and
+the same checks (``CrashLoop``, ``check``), only more kills, and failures are counted instead of
 stopping the run. Kills rotate over four modes: a random moment of an offline run (planning,
-between clusters, a cluster's commit); inside a cluster's write transaction by construction;
-a random moment of a run synthesised by a slow OpenAI-compatible server on 127.0.0.1 (up to two
-calls in flight); and just after a cluster of such a run was written, while the next answers
-are awaited. Rounds of one to three kills each end with a run that must complete over the
-remains, an exact rollback of that run, and an exact rollback of every run. Prints a markdown
-table; exits 1 if anything failed.
-"""
+between clusters, a cluster's commit); inside a cluster's write transaction by construction; a
+random moment of a run synthesised by a slow OpenAI-compatible server on 127.0.0.1 (up to two
+calls in flight); and just after a cluster of such a run was written, while the next answers are
+awaited. Rounds of one to three kills each end with a run that must complete over the remains,
+an exact rollback of that run, and an exact rollback of every run. Prints a markdown table;
+exits 1 if anything failed."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from remd.logs import configure_logging  # noqa: E402
 from tests.crash_rem import CrashLoop, EchoLLM, Tally, Zygote, build_db  # noqa: E402
-from tests.test_rem import NOW  # noqa: E402
+from tests.sleep.test_rem import NOW  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

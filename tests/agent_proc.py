@@ -1,4 +1,4 @@
-"""One agent process for tests/test_multiprocess.py: saves and injects through its own
+"""One agent process for tests/suites/test_multiprocess.py: saves and injects through its own
 ``Memory`` on the shared file while the daemon consolidates it.
 
 Usage: python tests/agent_proc.py DB NAMESPACE AGENT_NO OPS DEADLINE_SECONDS STOP_FILE OUT.json

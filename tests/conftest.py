@@ -118,7 +118,7 @@ def clock() -> Clock:
 @pytest.fixture
 def api(db_path: Path) -> Iterator[httpx.Client]:
     """A client of a real HTTP server (remd.http.app on 127.0.0.1, any free port) over db_path."""
-    from tests.test_http import serve
+    from tests.http.test_app import serve
 
     server, host = serve(db_path)
     with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as client:

@@ -1,6 +1,6 @@
 """SIGKILL a REM cycle at random moments and check what it leaves behind.
 
-The machinery shared by tests/test_crash.py (24 kills) and benchmarks/crash_soak.py (100):
+The machinery shared by tests/suites/test_crash.py (24 kills) and benchmarks/crash_soak.py (100):
 
 - :func:`build_db`: year-old fragments (10 per topic, one project each) with typed edges to and
   from fresh "hub" memories, inside a topic and across topics, so every cluster has edges to
@@ -55,8 +55,8 @@ from remd.text.tokens import TokenCounter
 from remd.wire import iso
 from tests.helpers import KeepAll, knn
 from tests.llm_server import Behaviour, LLMServer, merged_answer, slow
-from tests.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line
-from tests.test_rem import dump as rem_dump
+from tests.sleep.test_rem import DAY, NOW, PROJECTS, YEAR_AGO, fragments, line
+from tests.sleep.test_rem import dump as rem_dump
 
 ROOT = Path(__file__).parent.parent
 MODES = ("random", "in-write", "llm-random", "llm-after-cluster")
@@ -85,7 +85,7 @@ def build_db(path: Path, topics: int = 12) -> None:
 
 
 def dump(m: Memory) -> dict[str, Any]:
-    """The graph a rollback must restore, row by row (tests/test_rem.py's dump), importance
+    """The graph a rollback must restore, row by row (tests/sleep/test_rem.py's dump), importance
     refreshed at NOW first: a rollback does not undo the run's refresh, a pure function of the
     graph and ``now``."""
     m.refresh_importance(NOW)

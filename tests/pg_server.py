@@ -23,7 +23,7 @@ __all__ = ["PgServer", "SuiteServer", "pg_server"]
 
 class SuiteServer(PgServer):
     """The suite's server, which also keeps every statement text the suite sends (for
-    tests/test_pg_routing.py): pg_stat_statements is read and reset at each new schema, so
+    tests/store/test_pg_routing.py): pg_stat_statements is read and reset at each new schema, so
     its table never fills."""
 
     def __init__(self, root: Path, bin_dir: Path) -> None:

@@ -1,4 +1,4 @@
-"""Every SQL statement written in remd's source, for tests/test_sql_statements.py.
+"""Every SQL statement written in remd's source, for tests/store/test_sql_statements.py.
 
 A statement is a string literal (or an f-string) of a module under remd/ that starts with an
 SQL verb in capitals (SELECT, INSERT, UPDATE, DELETE, WITH, REPLACE), docstrings aside. An

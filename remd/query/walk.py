@@ -84,7 +84,7 @@ def propagate(conn: Connection, cache: TagGraphCache, cfg: InjectConfig, namespa
     for tid, (name, w) in seeds.items():
         walk.act[tid], walk.parent[tid], walk.names[tid] = w, None, name
     # One probe of the hierarchy's (namespace, parent) index, not a scan of the namespace's
-    # tags (12.9 ms at 200k tags; tests/test_inject.py counts the work).
+    # tags (12.9 ms at 200k tags; tests/query/test_inject.py counts the work).
     subtypes = cfg.subtype_weight > 0 and conn.execute(
         SUBTYPES_PROBE, (namespace,)).fetchone() is not None
     frontier = sorted(seeds, key=lambda t: -walk.act[t])

@@ -3,7 +3,7 @@ seam (``seam.py``), with what both share (``shared.py``, ``reads.py``, ``quantis
 ``tokenizer.py``, ``where.py``). Imports only the base layer.
 
 This is its public face: the rest of remd imports ``remd.store`` and ``remd.store.seam``
-only, never a backend or a helper module (tests/test_house.py checks it).
+only, never a backend or a helper module (tests/suites/test_house.py checks it).
 """
 
 from remd.store.backends import open_store

@@ -39,7 +39,7 @@ class _Spec:
 
 
 # tiktoken_ext.openai_public writes these inside the functions that fetch the files, so they are
-# repeated here, verbatim (tests/test_tokens.py checks them against stock tiktoken).
+# repeated here, verbatim (tests/text/test_tokens.py checks them against stock tiktoken).
 _SPECS = {
     "o200k_base": _Spec(
         sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
