@@ -26,7 +26,6 @@ from remd.errors import InvalidInput, RemdError, first_line
 from remd.logs import configure_logging
 from remd.models import MAX_SQL_INTEGER
 from remd.query.contradictions import MAX_CONTRADICTIONS
-from remd.store import shown
 from remd.text.tagnames import check_tags
 from remd.wire import node_to_dict, pair_to_dict
 from remd.write.exchange import read_lines
@@ -128,7 +127,7 @@ def main(ctx: click.Context, db: str | None, namespace: str, config_path: str | 
 def init(c: Ctx) -> None:
     """Create (or upgrade) the database file."""
     with c.memory(create=True, embedder=None) as m:
-        click.echo(f"{shown(m.store.path)}: schema version {m.store.schema_version()}")
+        click.echo(f"{m.store.where}: schema version {m.store.schema_version()}")
 
 
 @contextlib.contextmanager

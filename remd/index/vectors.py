@@ -11,7 +11,8 @@ and even its ``bit[384]`` scan takes ~13 ms at 100k. So the search runs in two s
    ``node_vec_bit``, int8 vectors) and ranked by cosine similarity.
 
 Sign bits of MiniLM vectors keep the neighbourhood well enough that the true top-k is almost
-always within the top ``8k`` by Hamming distance (see tests/query/test_inject.py for the recall check).
+always within the top ``8k`` by Hamming distance (see tests/query/test_inject.py for the recall
+check).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""The store: a SQLite file (``sqlite/``) or a PostgreSQL database (``postgres/``) behind one
-seam (``seam.py``), with what both share (``shared.py``, ``reads.py``, ``quantisation.py``,
-``tokenizer.py``, ``where.py``). Imports only the base layer.
+"""The store: a SQLite file (``sqlite/``) or a PostgreSQL database (``postgres/``) behind one seam
+(``seam.py``), with what both share (``base.py``: the flow of connections, transactions,
+snapshots and migrations; ``reads.py``, ``quantisation.py``, ``tokenizer.py``, ``where.py``).
+Imports only the base layer.
 
-This is its public face: the rest of remd imports ``remd.store`` and ``remd.store.seam``
-only, never a backend or a helper module (tests/suites/test_house.py checks it).
+This is its public face: the rest of remd imports ``remd.store`` and ``remd.store.seam`` only,
+never a backend or a helper module (tests/suites/test_house.py checks it).
 """
 
 from remd.store.backends import open_store

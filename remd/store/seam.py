@@ -154,6 +154,12 @@ class Store(Protocol):
     config: StoreConfig
 
     @property
+    def where(self) -> str:
+        """Where the store is, as messages and logs may show it (a URL without its
+        password): what a front end prints, without importing a backend."""
+        ...
+
+    @property
     def conn(self) -> Connection: ...
 
     def connection(self) -> contextlib.AbstractContextManager[Connection]: ...

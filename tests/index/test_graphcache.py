@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import remd.store.shared as store_shared
+import remd.store.base as store_base
 from remd import Config, Memory
 from remd.index import graphcache
 from remd.index.nodemirror import GONE, KINDS, STATUS
@@ -223,8 +223,8 @@ def test_a_new_memory_is_injected_at_once_though_its_tags_are_cached(
 def test_a_pruned_log_makes_readers_reload(pair: tuple[Memory, Memory],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     reader, writer = pair
-    monkeypatch.setattr(store_shared, "LOG_KEEP", 50)  # both stores read it at each commit
-    monkeypatch.setattr(store_shared, "LOG_STEP", 10)
+    monkeypatch.setattr(store_base, "LOG_KEEP", 50)  # both stores read it at each commit
+    monkeypatch.setattr(store_base, "LOG_STEP", 10)
     rng = random.Random(9)
     writer.save_many([sentence(rng) for _ in range(20)])
     reader.inject("garden tomato", 500)

@@ -26,22 +26,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
 from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError, first_line
 from remd.logs import get_logger
-from remd.store import shared
+from remd.store import base
+from remd.store.base import BaseStore, Names
 from remd.store.postgres import locks as pglocks
 from remd.store.postgres import search as pgsearch
 from remd.store.postgres.connect import reach
 from remd.store.postgres.connection import PgConnection, wrap
-from remd.store.shared import Leases, refuse_unknown, savepoint
 from remd.store.where import redact
 
 if TYPE_CHECKING:
@@ -71,7 +68,7 @@ def _begin(names: pglocks.Scope) -> tuple[str, str]:
 
 def _commit(names: pglocks.Scope) -> tuple[str, ...]:
     """The change logs' pruning (of ``names``' rows; None: all) and COMMIT."""
-    return pglocks.commit_sql(names, shared.LOG_KEEP, shared.LOG_STEP)
+    return pglocks.commit_sql(names, base.LOG_KEEP, base.LOG_STEP)
 
 
 def _migration_sql(name: str) -> str:
@@ -95,8 +92,9 @@ def _float8_dumper() -> type:
     return Float8
 
 
-class PgStore(Leases[PgConnection]):
-    """A PostgreSQL database through a bounded pool; the interface of :class:`Store`."""
+class PgStore(BaseStore[PgConnection]):
+    """A PostgreSQL database through a bounded pool; the interface of the SQLite store, its
+    flow written once in :mod:`remd.store.base`."""
 
     def __init__(self, url: str, config: StoreConfig, *, create: bool = True) -> None:
         import psycopg
@@ -105,12 +103,10 @@ class PgStore(Leases[PgConnection]):
         _Float8 = _float8_dumper()
         from psycopg_pool import ConnectionPool
 
+        super().__init__()
         self.path = url
         self.config = config
         self.create = create
-        self._local = threading.local()
-        self._savepoints = itertools.count()
-        self._closed = False
 
         self.opened = 0  # connections opened so far (at most max_connections at once)
 
@@ -137,29 +133,23 @@ class PgStore(Leases[PgConnection]):
             self._pool.close()
             raise
 
+    @property
+    def where(self) -> str:
+        return redact(self.path)
+
     # -- the pool -----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[PgConnection]:
-        """A connection leased to this thread for the block (the held one when nested).
-        Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
-        held: PgConnection | None = getattr(self._local, "conn", None)
-        if held is not None:
-            yield held
-            return
-        if self._closed:
-            raise StoreError(f"database {redact(self.path)!r} is closed")
+    def _check_out(self) -> PgConnection:
         conn = PgConnection(self._lease(), self.path)
         conn.renew = self._renew
-        self._local.conn, self._local.depth, self._local.held = conn, 0, None
-        try:
-            yield conn
-        finally:
-            self._local.conn = None
-            conn.deferred.clear()
-            if conn.in_transaction and not conn.lost:  # a generator abandoned mid-block
-                with contextlib.suppress(Exception):
-                    conn.raw.execute("ROLLBACK")  # never leak a lock
-            self._pool.putconn(conn.raw)  # a broken one is discarded
+        self._local.held = None
+        return conn
+
+    def _check_in(self, conn: PgConnection) -> None:
+        conn.deferred.clear()
+        if conn.in_transaction and not conn.lost:  # a generator abandoned mid-block
+            with contextlib.suppress(Exception):
+                conn.raw.execute("ROLLBACK")  # never leak a lock
+        self._pool.putconn(conn.raw)  # a broken one is discarded
 
     def _lease(self) -> Any:
         """A connection of the pool. Raises PoolExhausted when none frees up within
@@ -191,45 +181,34 @@ class PgStore(Leases[PgConnection]):
             self._pool.check()
         return self._lease()
 
-    # -- transactions -------------------------------------------------------------------
-    @contextlib.contextmanager
-    def transaction(self, namespace: str | Iterable[str] | None = None
-                    ) -> Iterator[PgConnection]:
-        """BEGIN + the write locks of ``namespace`` (a name, several, or None: every
-        namespace; remd/store/postgres/locks.py) ... COMMIT; a SAVEPOINT when nested (taking the
-        locks the outer transaction lacks); rollback on error."""
+    # -- transactions (the flow: remd.store.base) ------------------------------------------
+    # BEGIN + the write locks of the namespaces written (a name, several, or None: every
+    # namespace; remd/store/postgres/locks.py) ... COMMIT; a SAVEPOINT when nested, taking
+    # the locks the outer transaction lacks.
+    def _begin(self, conn: PgConnection, namespace: Names) -> None:
         names = pglocks.scope(namespace)
-        with self.connection() as conn:
-            local = self._local
-            if local.depth:
-                more = pglocks.more_sql(local.held, names)
-                if more is not None:
-                    conn.script(more)
-                    local.held = None if names is None else tuple(sorted(
-                        {*local.held, *names}))
-                with savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
-                    yield conn
-                return
-            local.depth, local.held = 1, names
-            try:
-                conn.begin("; ".join(_begin(names)))  # one round trip (again if lost)
-                yield conn
-            except BaseException:
-                _rollback(conn)
-                raise
-            else:
-                try:
-                    # the deferred writes, pruning and COMMIT: one round trip
-                    conn.settle(then=_commit(local.held))
-                except ConnectionLost as exc:
-                    raise ConnectionLost(
-                        f"{exc} (lost while committing: the transaction may have committed)"
-                        ) from exc
-                except BaseException:
-                    _rollback(conn)
-                    raise
-            finally:
-                local.depth = 0
+        self._local.held = names
+        conn.begin("; ".join(_begin(names)))  # one round trip (again if lost)
+
+    def _nest(self, conn: PgConnection, namespace: Names) -> None:
+        local, names = self._local, pglocks.scope(namespace)
+        more = pglocks.more_sql(local.held, names)
+        if more is not None:
+            conn.script(more)
+            local.held = None if names is None else tuple(sorted({*local.held, *names}))
+
+    def _commit(self, conn: PgConnection) -> None:
+        try:  # the deferred writes, pruning and COMMIT: one round trip
+            conn.settle(then=_commit(self._local.held))
+        except ConnectionLost as exc:
+            raise ConnectionLost(
+                f"{exc} (lost while committing: the transaction may have committed)") from exc
+        except BaseException:
+            _rollback(conn)
+            raise
+
+    def _rollback(self, conn: PgConnection) -> None:
+        _rollback(conn)
 
     def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]],
                   namespace: str | Iterable[str] | None = None) -> None:
@@ -263,39 +242,39 @@ class PgStore(Leases[PgConnection]):
         nearest first: compared in process (remd/store/postgres/search.py: no vector functions)."""
         return pgsearch.exact_scan(self, namespace, query, k)
 
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[PgConnection]:
-        """A REPEATABLE READ transaction: several reads that see one state."""
-        with self.connection() as conn:
-            local = self._local
-            if local.depth:
-                yield conn
-                return
-            conn.pending = "BEGIN ISOLATION LEVEL REPEATABLE READ"
-            local.depth, local.held = 1, None  # a transaction nested in it takes no lock
-            conn.memo = {}
-            try:
-                yield conn
-            finally:
-                conn.memo = None
-                conn.pending = ""  # never sent: nothing to end
-                local.depth = 0
-                _rollback(conn)
+    def _begin_read(self, conn: PgConnection) -> None:
+        """A REPEATABLE READ transaction, sent with the first read."""
+        conn.pending = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+        self._local.held = None  # a transaction nested in it takes no lock
+        conn.memo = {}
 
-    # -- schema -------------------------------------------------------------------------
-    def applied(self) -> list[str]:
-        with self.connection() as held:
-            return self._recorded(held)
+    def _end_read(self, conn: PgConnection) -> None:
+        conn.memo = None
+        conn.pending = ""  # never sent: nothing to end
+        _rollback(conn)
 
-    @staticmethod
-    def _recorded(conn: PgConnection) -> list[str]:
+    # -- schema (the flow: remd.store.base) ------------------------------------------------
+    def _recorded(self, conn: PgConnection) -> list[str]:
         if not conn.execute("SELECT to_regclass('remd_migrations') IS NOT NULL").fetchone()[0]:  # type: ignore[index]
             return []
         return [str(r[0]) for r in conn.execute("SELECT name FROM remd_migrations ORDER BY seq")]
 
-    def pending_migrations(self) -> list[str]:
-        """The names of this code's migrations the database lacks (none: current)."""
-        return self._pending(self.applied())
+    def _known(self) -> tuple[str, ...]:
+        return PG_MIGRATIONS
+
+    def _before_migrating(self, conn: PgConnection, done: Sequence[str]) -> None:
+        if not self.create and not done:  # as a missing file is
+            raise StoreError(f"no such database: {redact(self.path)}")
+
+    def _make(self, conn: PgConnection, todo: Sequence[str]) -> None:
+        if conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+                        ).fetchone()[0]:  # type: ignore[index]
+            raise StoreError(f"{redact(self.path)!r} has tables but is not a remd database")
+        self._apply(conn, todo)
+
+    def _apply(self, conn: PgConnection, todo: Sequence[str]) -> None:
+        for name in todo:
+            conn.script(_migration_sql(name))
 
     def compact(self) -> tuple[int, int]:
         raise StoreError("compact rewrites a SQLite file; on PostgreSQL, VACUUM (autovacuum) "
@@ -320,37 +299,6 @@ class PgStore(Leases[PgConnection]):
         if table is not None:
             raise ReadOnlyStore(f"database {where!r} is read-only for this user: no INSERT, "
                                 f"UPDATE or DELETE on table {table!r}")
-
-    def migrate(self) -> None:
-        """Apply the migrations the database lacks; refuse a newer one (SchemaVersionError)
-        and a database that holds tables but is not remd's (StoreError)."""
-        with self.connection() as conn:
-            if not self._pending(self._recorded(conn)):
-                return
-            if not self.create and not self._recorded(conn):  # as a missing file is
-                raise StoreError(f"no such database: {redact(self.path)}")
-            with self.transaction():
-                done = self._recorded(conn)
-                todo = self._pending(done)
-                if not todo:
-                    return
-                if not done and conn.execute(
-                        "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-                        ).fetchone()[0]:  # type: ignore[index]
-                    raise StoreError(f"{redact(self.path)!r} has tables but is not a remd "
-                                     "database")
-                for name in todo:
-                    conn.script(_migration_sql(name))
-                    conn.execute("INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
-                                 (name, datetime.now(UTC).isoformat(timespec="seconds")))
-                conn.execute(
-                    "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (str(len(PG_MIGRATIONS)),))
-
-    def _pending(self, done: Sequence[str]) -> list[str]:
-        refuse_unknown(redact(self.path), done, PG_MIGRATIONS)
-        return [name for name in PG_MIGRATIONS if name not in done]
 
     def close(self) -> None:
         self._closed = True

@@ -39,9 +39,9 @@ from remd.errors import StoreError
 
 __all__ = ["KEYS", "as_unnest", "translate"]
 
-# Every unique key of each table of the PostgreSQL schema (remd/store/postgres/migrations), the
-# primary key (if any) first. tests/store/test_translate.py checks it against the catalog of a migrated
-# database.
+# Every unique key of each table of the PostgreSQL schema (remd/store/postgres/migrations),
+# the primary key (if any) first. tests/store/test_translate.py checks it against the catalog
+# of a migrated database.
 KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "access_log": (),
     "edges": (("namespace", "eid"),),

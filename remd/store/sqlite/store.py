@@ -10,13 +10,11 @@ flight. apsw is in autocommit mode by default, which is what makes this explicit
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import random
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +29,14 @@ from remd.errors import (
     StoreError,
 )
 from remd.logs import get_logger
-from remd.store import shared
+from remd.store import base
+from remd.store.base import BaseStore, Names
 from remd.store.quantisation import to_int8
 from remd.store.reads import int_scalar
-from remd.store.shared import Leases, refuse_unknown, savepoint
 from remd.store.sqlite.checkpoints import Checkpointer
 from remd.store.sqlite.dialect import SqliteConnection
 from remd.store.sqlite.resident import Resident
-from remd.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, Step, schema_sql
+from remd.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, schema_sql
 from remd.store.sqlite.walfiles import Identity, check_reader, check_writable, keep, why_read_only
 
 log = get_logger("remd.store")
@@ -110,7 +108,7 @@ def _file_bytes(path: str) -> int:
 
 def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
     """Before a commit: drop the oldest rows of each change log (tag_log, node_log) once it
-    holds shared.LOG_KEEP + a step.
+    holds base.LOG_KEEP + a step.
 
     Two index probes per log when there is nothing to do. Readers that had not yet seen the
     dropped rows notice and reload (remd/index/graphcache.py, remd/index/nodemirror.py).
@@ -118,8 +116,8 @@ def _prune_logs(conn: apsw.Connection, tables: tuple[str, ...]) -> None:
     for table in tables:
         (top,) = conn.execute(f"SELECT max(seq) FROM {table}").fetchone() or (None,)
         (low,) = conn.execute(f"SELECT min(seq) FROM {table}").fetchone() or (None,)
-        if top is not None and top - low >= shared.LOG_KEEP + shared.LOG_STEP:
-            conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - shared.LOG_KEEP,))
+        if top is not None and top - low >= base.LOG_KEEP + base.LOG_STEP:
+            conn.execute(f"DELETE FROM {table} WHERE seq < ?", (top - base.LOG_KEEP,))
 
 
 def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
@@ -145,7 +143,7 @@ def _wal(conn: apsw.Connection, config: StoreConfig) -> None:
         delay = min(0.1, delay * 2)
 
 
-class Store(Leases[SqliteConnection]):
+class Store(BaseStore[SqliteConnection]):
     """The file, through a bounded pool of connections shared by every thread of the process.
 
     A thread that needs the file leases one connection for the outermost ``transaction``,
@@ -155,11 +153,17 @@ class Store(Leases[SqliteConnection]):
     to ``store.pool_wait_ms`` and then gets :class:`~remd.errors.PoolExhausted` (busy: retry).
     Connections are opened on demand and kept for the next lease.
 
-    The file stays the one first opened (:class:`~remd.store.sqlite.walfiles.Identity`): once its
-    path holds another file or none, leases and commits raise StoreError naming the path.
+    The file stays the one first opened (:class:`~remd.store.sqlite.walfiles.Identity`): once
+    its path holds another file or none, leases and commits raise StoreError naming the path.
+
+    A write transaction is ``BEGIN IMMEDIATE`` ... ``COMMIT`` (the namespaces it names are
+    ignored: a SQLite file has one writer); BEGIN is retried with jittered backoff when another
+    process holds the write lock past the busy timeout (DatabaseLocked after ``lock_retries``
+    attempts). apsw errors inside a block become StoreError subclasses.
     """
 
     def __init__(self, path: str | Path, config: StoreConfig, *, create: bool = True) -> None:
+        super().__init__()
         self.path = str(path)
         self.config = config
         self.create = create
@@ -173,9 +177,6 @@ class Store(Leases[SqliteConnection]):
         self._slots = threading.BoundedSemaphore(size)
         self._idle: list[SqliteConnection] = []
         self._idle_lock = threading.Lock()
-        self._local = threading.local()
-        self._savepoints = itertools.count()
-        self._closed = False
         self.opened = 0  # connections opened so far (at most max_connections live at once)
         # Leases that found every connection taken and waited, and those that gave up
         # (PoolExhausted): counted on the waiting path only (remd.http.metrics reads them).
@@ -197,16 +198,7 @@ class Store(Leases[SqliteConnection]):
             conn.set_wal_hook(self.checkpointer.hook)
         return conn
 
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[SqliteConnection]:
-        """A connection leased to this thread for the block (the one it holds already, when
-        nested). Raises PoolExhausted when none frees up within ``pool_wait_ms``."""
-        held: SqliteConnection | None = getattr(self._local, "conn", None)
-        if held is not None:
-            yield held
-            return
-        if self._closed:
-            raise StoreError(f"database {self.path!r} is closed")
+    def _check_out(self) -> SqliteConnection:
         self.check_file()  # never a read of a file gone, nor a new empty one in its place
         if not self._slots.acquire(blocking=False):
             waited = self._slots.acquire(timeout=self.config.pool_wait_ms / 1000)
@@ -219,16 +211,13 @@ class Store(Leases[SqliteConnection]):
         try:
             with self._idle_lock:
                 conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                conn = self._open()
+            return conn if conn is not None else self._open()
         except BaseException:
             self._slots.release()
             raise
-        self._local.conn, self._local.depth = conn, 0
+
+    def _check_in(self, conn: SqliteConnection) -> None:
         try:
-            yield conn
-        finally:
-            self._local.conn = None
             if conn.in_transaction:  # a generator abandoned mid-block: never leak a lock
                 with contextlib.suppress(apsw.Error):
                     conn.execute("ROLLBACK")
@@ -239,6 +228,7 @@ class Store(Leases[SqliteConnection]):
             if not keep:
                 with contextlib.suppress(apsw.Error):
                     conn.close()
+        finally:
             self._slots.release()
 
     def check_file(self) -> None:
@@ -272,51 +262,48 @@ class Store(Leases[SqliteConnection]):
         with self._waits_lock:
             return self._waits[0], self._waits[1]
 
-    # -- transactions -------------------------------------------------------------------
-    @contextlib.contextmanager
-    def transaction(self, namespace: str | Iterable[str] | None = None
-                    ) -> Iterator[SqliteConnection]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT``; a SAVEPOINT when nested; rollback on any error.
-        ``namespace`` (the namespaces written) is ignored: a SQLite file has one writer.
-
-        Retries BEGIN with jittered backoff when another process holds the write lock past the
-        busy timeout; raises DatabaseLocked after ``lock_retries`` attempts. apsw errors inside
-        the block become StoreError subclasses.
-        """
-        with self.connection() as conn:
-            local = self._local
-            if local.depth:
-                with savepoint(conn, local, f"remd_sp{next(self._savepoints)}"):
-                    yield conn
-                return
-            self._begin(conn)
-            local.depth = 1
+    # -- transactions (the flow: remd.store.base) ------------------------------------------
+    def _begin(self, conn: SqliteConnection, namespace: Names) -> None:
+        for attempt in range(self.config.lock_retries + 1):
             try:
-                self.check_file()  # the file may have gone while this thread waited
-                yield conn
-            except BaseException as exc:
-                _rollback(conn)
-                if isinstance(exc, apsw.Error):
+                conn.execute("BEGIN IMMEDIATE")
+                break
+            except apsw.BusyError as exc:
+                if attempt == self.config.lock_retries:
                     raise _wrap(exc, self.path) from exc
-                if isinstance(exc, UnicodeEncodeError):  # a bound string with a lone surrogate
-                    raise InvalidInput("value is not valid UTF-8") from exc
-                raise
-            else:
-                try:
-                    if self._logs:
-                        _prune_logs(conn, self._logs)
-                    self.check_file()  # nothing committed into a file gone from its path
-                    conn.execute("COMMIT")
-                except apsw.Error as exc:
-                    _rollback(conn)
-                    raise _wrap(exc, self.path) from exc
-                except StoreError:
-                    _rollback(conn)
-                    raise
-                # Gone between the check and the COMMIT: not acknowledged either.
-                self.check_file()
-            finally:
-                local.depth = 0
+                time.sleep(min(1.0, 0.02 * 2**attempt) * (0.5 + random.random()))
+            except apsw.Error as exc:
+                raise _wrap(exc, self.path) from exc
+        try:
+            self.check_file()  # the file may have gone while this thread waited
+        except BaseException:
+            _rollback(conn)
+            raise
+
+    def _commit(self, conn: SqliteConnection) -> None:
+        try:
+            if self._logs:
+                _prune_logs(conn, self._logs)
+            self.check_file()  # nothing committed into a file gone from its path
+            conn.execute("COMMIT")
+        except apsw.Error as exc:
+            _rollback(conn)
+            raise _wrap(exc, self.path) from exc
+        except StoreError:
+            _rollback(conn)
+            raise
+        # Gone between the check and the COMMIT: not acknowledged either.
+        self.check_file()
+
+    def _rollback(self, conn: SqliteConnection) -> None:
+        _rollback(conn)
+
+    def _translated(self, exc: BaseException) -> BaseException | None:
+        if isinstance(exc, apsw.Error):
+            return _wrap(exc, self.path)
+        if isinstance(exc, UnicodeEncodeError):  # a bound string with a lone surrogate
+            return InvalidInput("value is not valid UTF-8")
+        return None
 
     def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]],
                   namespace: str | Iterable[str] | None = None) -> None:
@@ -325,18 +312,6 @@ class Store(Leases[SqliteConnection]):
         with self.transaction() as conn:
             for sql, params in statements:
                 conn.execute(sql, params)
-
-    def _begin(self, conn: SqliteConnection) -> None:
-        for attempt in range(self.config.lock_retries + 1):
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                return
-            except apsw.BusyError as exc:
-                if attempt == self.config.lock_retries:
-                    raise _wrap(exc, self.path) from exc
-                time.sleep(min(1.0, 0.02 * 2**attempt) * (0.5 + random.random()))
-            except apsw.Error as exc:
-                raise _wrap(exc, self.path) from exc
 
     # -- reads --------------------------------------------------------------------------
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
@@ -358,41 +333,15 @@ class Store(Leases[SqliteConnection]):
             "SELECT rid, vec_distance_cosine(vec_int8(vec), vec_int8(?)) AS d FROM node_vec_bit "
             "WHERE namespace = ? ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
 
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[SqliteConnection]:
-        """A read transaction: several reads that see one consistent state of the file."""
-        with self.connection() as conn:
-            local = self._local
-            if local.depth:
-                yield conn
-                return
-            try:
-                conn.execute("BEGIN DEFERRED")
-            except apsw.Error as exc:
-                raise _wrap(exc, self.path) from exc
-            local.depth = 1
-            if self.resident is not None:
-                self.resident.refresh()  # (at most every few seconds: maps what the file gained)
-            try:
-                yield conn
-            except apsw.Error as exc:
-                raise _wrap(exc, self.path) from exc
-            except UnicodeEncodeError as exc:  # a bound string with a lone surrogate
-                raise InvalidInput("value is not valid UTF-8") from exc
-            finally:
-                local.depth = 0
-                _rollback(conn)
+    def _begin_read(self, conn: SqliteConnection) -> None:
+        try:
+            conn.execute("BEGIN DEFERRED")
+        except apsw.Error as exc:
+            raise _wrap(exc, self.path) from exc
+        if self.resident is not None:
+            self.resident.refresh()  # (at most every few seconds: maps what the file gained)
 
-    # -- schema -------------------------------------------------------------------------
-    def applied(self) -> list[str]:
-        """The names of the migrations recorded in the file, in the order they were applied
-        (empty for a new file)."""
-        with self.connection() as conn:
-            try:
-                return self._recorded(conn)
-            except apsw.Error as exc:  # not a database, corrupt: a StoreError, not apsw's
-                raise _wrap(exc, self.path) from exc
-
+    # -- schema (the flow: remd.store.base) ------------------------------------------------
     def _recorded(self, conn: SqliteConnection) -> list[str]:
         """Migration names recorded in the file (none before 0001 made the table)."""
         if not int_scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
@@ -401,54 +350,23 @@ class Store(Leases[SqliteConnection]):
         return [str(r[0]) for r in conn.execute(
             "SELECT name FROM remd_migrations ORDER BY rowid")]
 
-    def pending_migrations(self) -> list[str]:
-        """The names of this code's migrations the file lacks (none: the schema is current).
-        Raises SchemaVersionError for a file newer than this code."""
-        return [name for name, _ in self._pending(self.applied())]
+    def _known(self) -> list[str]:
+        return [name for name, _ in MIGRATIONS]
 
-    def migrate(self) -> None:
-        """Apply, by name, the migrations this file lacks; refuse a file newer than this code.
+    def _schema_number(self) -> int:
+        return SCHEMA_VERSION
 
-        Raises SchemaVersionError for a newer file (one that records a migration this code
-        does not know), StoreError for a file that is not ours.
-        """
-        with self.connection() as conn:
-            if not self._pending(self._recorded(conn)):
-                return
-            with self.transaction():
-                # Decide again under the write lock: agents opening a new file together race
-                # to migrate it, and the winner's tables must not make the others call it
-                # foreign.
-                done = self._recorded(conn)
-                todo = self._pending(done)
-                if not todo:
-                    return
-                if not done:
-                    if int_scalar(conn, "SELECT count(*) FROM sqlite_master "
-                                        "WHERE name NOT LIKE 'sqlite_%'"):
-                        raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
-                    if not self.create:  # as a missing file is: only init/save/import make one
-                        raise StoreError(f"no such database: {self.path!r} has no remd tables")
-                    conn.execute(schema_sql())  # a new file: the whole schema at once
-                else:
-                    for _, step in todo:
-                        step(conn)
-                for name, _ in todo:
-                    conn.execute(
-                        "INSERT INTO remd_migrations (name, applied_at) VALUES (?, ?)",
-                        (name, datetime.now(UTC).isoformat(timespec="seconds")))
-                # Kept for readers of older remd versions, which compare it with their own.
-                conn.execute(
-                    "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (str(SCHEMA_VERSION),))
+    def _make(self, conn: SqliteConnection, todo: Sequence[str]) -> None:
+        if int_scalar(conn, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"):
+            raise StoreError(f"{self.path!r} is a SQLite database but not a remd one")
+        if not self.create:  # as a missing file is: only init/save/import make one
+            raise StoreError(f"no such database: {self.path!r} has no remd tables")
+        conn.execute(schema_sql())  # a new file: the whole schema at once
 
-    def _pending(self, done: list[str]) -> list[tuple[str, Step]]:
-        """The migrations ``done`` lacks, in order. Raises SchemaVersionError when ``done``
-        holds one this code does not know (the file was written by a newer remd)."""
-        refuse_unknown(self.path, done, [name for name, _ in MIGRATIONS])
-        have = set(done)
-        return [(name, sql) for name, sql in MIGRATIONS if name not in have]
+    def _apply(self, conn: SqliteConnection, todo: Sequence[str]) -> None:
+        steps = dict(MIGRATIONS)
+        for name in todo:
+            steps[name](conn)
 
     def close(self) -> None:
         """Close the idle connections (leased ones close when they come back) and stop the
