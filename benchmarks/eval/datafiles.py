@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data"
+REPO = DATA.parents[2]
 
 
 def path(name: str) -> Path:
@@ -20,5 +21,10 @@ def path(name: str) -> Path:
 
 def read(name: str) -> dict[str, Any]:
     """The parsed file of the set called ``name``."""
-    data: dict[str, Any] = json.loads(path(name).read_text(encoding="utf-8"))
+    return read_path(path(name))
+
+
+def read_path(file: Path) -> dict[str, Any]:
+    """A parsed data file."""
+    data: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
     return data
