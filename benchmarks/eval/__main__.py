@@ -4,6 +4,8 @@
     python -m benchmarks.eval --quick              # 2 conversations, for iterating
     python -m benchmarks.eval --only locomo drift  # some sections
     python -m benchmarks.eval --data DIR           # where locomo10.json lives
+    python -m benchmarks.eval --json results.json  # the same, and the results as JSON
+    python -m benchmarks.eval.tables results.json  # the tables again, from that file
 
 Sections: ``locomo`` (evidence recall vs BM25 / dense / RRF / recency), ``drift`` (synthetic fact
 updates with varied phrasing), ``memorylens`` (memorylens-bench 0.4.0 with remd as a backend),
@@ -17,12 +19,15 @@ judge, tagging and REM beside a real model given by ``--llm-url``: benchmarks/ev
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.eval.report import machine_line
+from benchmarks.eval.report import Recorder, machine_line
 from remd.logs import configure_logging
 
 SECTIONS = ("locomo", "drift", "memorylens", "rem", "personal", "truth", "llm")
@@ -62,41 +67,57 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm-model", default="local", help="llm section: the model name")
     ap.add_argument("--llm-parts", nargs="+", choices=["judge", "tagging", "rem"],
                     default=["judge", "tagging", "rem"], help="llm section: which parts")
+    ap.add_argument("--json", type=Path, default=None, metavar="PATH",
+                    help="also write each section's results here as JSON (its text and its "
+                         "tables' rows); python -m benchmarks.eval.tables PATH prints them again")
     args = ap.parse_args(argv)
     # The tables go to stdout; remd's own log lines (REM runs, warnings) to stderr.
     configure_logging("console", "warning", stream=sys.stderr)
 
-    print(f"remd evaluation — {machine_line()}\n")
+    machine = machine_line()
+    print(f"remd evaluation — {machine}\n")
     t0 = time.perf_counter()
+    recorder = Recorder() if args.json else None
+
+    def section(name: str, run: Callable[[], object]) -> None:
+        with recorder.section(name) if recorder else contextlib.nullcontext():
+            run()
+
     if "locomo" in args.only or "rem" in args.only:
         from benchmarks.eval import sections
 
         convs = sections.load_locomo(args)
         if "locomo" in args.only:
-            sections.locomo_section(args, convs)
+            section("locomo", lambda: sections.locomo_section(args, convs))
         if "rem" in args.only:
-            sections.rem_section(args, convs)
+            section("rem", lambda: sections.rem_section(args, convs))
     if "drift" in args.only:
         from benchmarks.eval import drift
 
-        drift.section(quick=args.quick)
+        section("drift", lambda: drift.section(quick=args.quick))
     if "memorylens" in args.only:
         from benchmarks.eval import memorylens_run
 
-        memorylens_run.section(quick=args.quick)
+        section("memorylens", lambda: memorylens_run.section(quick=args.quick))
     if "personal" in args.only:
         from benchmarks.eval import personal
 
-        personal.section()
+        section("personal", personal.section)
     if "truth" in args.only:
         from benchmarks.eval import truth
 
-        truth.main(["--skip", "life"] if args.quick else [])
+        section("truth", lambda: truth.main(["--skip", "life"] if args.quick else []))
     if "llm" in args.only:
         from benchmarks.eval import llm_eval
 
-        llm_eval.section(args.llm_url, args.llm_model, tuple(args.llm_parts))
-    print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+        section("llm", lambda: llm_eval.section(args.llm_url, args.llm_model,
+                                                tuple(args.llm_parts)))
+    total = time.perf_counter() - t0
+    print(f"\n(total {total:.0f} s)")
+    if recorder is not None:
+        args.json.write_text(json.dumps({"machine": machine, "seconds": total,
+                                         "sections": recorder.sections}, indent=1,
+                                        ensure_ascii=False) + "\n", encoding="utf-8")
     return 0
 
 

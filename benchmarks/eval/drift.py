@@ -12,6 +12,8 @@ pack is checked by case-insensitive substring match, as memorylens does:
 - both: current and stale together (the agent has to arbitrate).
 
 remd (``inject``) and the flat baselines see the same turns and pack with the same tokenizer.
+The attributes' values, phrasings and questions and the filler turns are
+``benchmarks/eval/data/drift.json``; the conversations are built from them with a seed.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.eval import baselines
+from benchmarks.eval import baselines, datafiles
 from benchmarks.eval.locomo_run import has_inject, inject
 from benchmarks.eval.report import mean, table
 from remd import Memory
@@ -47,97 +49,11 @@ class Attribute:
     questions: tuple[str, ...]
 
 
-ATTRIBUTES = (
-    Attribute(
-        "city",
-        ("Lisbon", "Denver", "Osaka", "Nairobi", "Montreal", "Valparaiso", "Tallinn", "Hobart",
-         "Cusco", "Bergen"),
-        ("My city is {v}.", "I live in {v}.", "I'm based in {v} these days.",
-         "My home city is {v}.", "Just so you know, I still live in {v}.",
-         "I'm living in {v} at the moment."),
-        ("I moved to {v} last month.", "My city has changed to {v}.",
-         "I relocated to {v} for a fresh start.", "My location is now {v}.",
-         "Big news: I've moved to {v}!", "We finally moved to {v}.",
-         "Update: my city is no longer the old one, it's {v} now."),
-        ("Where do I live?", "What city am I in?", "Which city is home for me these days?"),
-    ),
-    Attribute(
-        "employer",
-        ("Globex", "Initech", "Umbrella Labs", "Hooli", "Vandelay Industries", "Wonka Foods",
-         "Soylent Corp", "Cyberdyne"),
-        ("I work at {v}.", "My employer is {v}.", "My company is {v}.",
-         "I'm still working at {v}."),
-        ("I now work at {v}.", "I joined {v} last week.", "My employer has changed to {v}.",
-         "I switched jobs, I'm working for {v} now.", "I started a new job at {v}.",
-         "My workplace is now {v}."),
-        ("Where do I work?", "Which company do I work for?", "Who is my employer?"),
-    ),
-    Attribute(
-        "job",
-        ("nurse", "data analyst", "pastry chef", "architect", "translator", "electrician",
-         "librarian", "paramedic"),
-        ("I work as a {v}.", "My occupation is {v}.", "My job is {v}.",
-         "I'm still working as a {v}."),
-        ("I'm working as a {v} now.", "My job has changed to {v}.",
-         "My profession is now {v}.", "I retrained, my new job is {v}."),
-        ("What do I do for a living?", "What is my job?", "What's my occupation?"),
-    ),
-    Attribute(
-        "favorite food",
-        ("ramen", "paella", "tacos", "lasagna", "pierogi", "shakshuka", "bibimbap", "gumbo"),
-        ("My favorite food is {v}.", "My fave food is {v}.", "My favourite food is {v}."),
-        ("These days my favorite food is {v}.", "My favorite food has switched to {v}.",
-         "My favourite food is now {v}.", "My new favorite food is {v}."),
-        ("What is my favorite food?", "What food do I like most?", "What's my favourite dish?"),
-    ),
-    Attribute(
-        "car",
-        ("Honda Civic", "Tesla Model 3", "Subaru Outback", "Volvo XC40", "Mazda Miata",
-         "Ford Ranger", "Kia Niro"),
-        ("My car is a {v}.", "I drive a {v}.", "My car is still the {v}."),
-        ("My car is now a {v}.", "I changed my car to a {v}.", "My new car is a {v}.",
-         "I traded my car for a {v}."),
-        ("What car do I drive?", "What is my car?", "Which car do I have?"),
-    ),
-    Attribute(
-        "phone",
-        ("555-0142", "555-0199", "555-0173", "555-0128", "555-0166", "555-0111"),
-        ("My phone number is {v}.", "My number is {v}.", "My cell number is {v}."),
-        ("My number changed to {v}.", "My new number is {v}.",
-         "My phone number has been updated to {v}."),
-        ("What is my phone number?", "How can someone call me?", "What's my number?"),
-    ),
-    Attribute(
-        "pet name",
-        ("Biscuit", "Pepper", "Mochi", "Ziggy", "Nacho", "Luna"),
-        ("My dog's name is {v}.", "My dog is called {v}.", "My dog's name is still {v}."),
-        ("My dog's name is now {v}.", "My dog's name changed to {v}.",
-         "My dog is now called {v}."),
-        ("What is my dog's name?", "What's my dog called?", "What do I call my dog?"),
-    ),
-)
-
+_DATA = datafiles.read("drift")  # benchmarks/eval/data/drift.json
+ATTRIBUTES = tuple(Attribute(a["name"], tuple(a["values"]), tuple(a["state"]), tuple(a["change"]),
+                             tuple(a["questions"])) for a in _DATA["attributes"])
 # Filler shares the facts' topics (cities, work, food, cars, phones, pets) but no values.
-FILLER = (
-    "Traffic in the city was awful this morning.", "Work has been really busy this week.",
-    "I cooked dinner for friends on Saturday.", "Can you recommend a good podcast about history?",
-    "The weather has been rainy and cold lately.", "My sister is visiting next month.",
-    "I need to get the car washed soon.", "My phone battery dies so fast now.",
-    "The dog chewed up one of my shoes again.", "I'm trying to drink more water every day.",
-    "What's a good way to learn Spanish quickly?", "I finished a great novel last night.",
-    "My manager scheduled three meetings for tomorrow.", "I tried a new recipe and it flopped.",
-    "Do you know any tips for sleeping better?", "The neighbours are renovating their kitchen.",
-    "I went for a long walk by the river.", "My colleague brought donuts to the office.",
-    "How do I keep houseplants alive?", "I'm thinking about taking a pottery class.",
-    "The train was delayed by forty minutes.", "I watched a documentary about octopuses.",
-    "Can you explain how compound interest works?", "My knee hurts after running.",
-    "We had a power cut during the storm.", "I should call my grandmother this weekend.",
-    "The local market has great fruit in summer.", "I'm saving up for a holiday.",
-    "My laptop keeps freezing during video calls.", "Any ideas for a birthday present?",
-    "I cleaned out the garage today.", "Parking downtown costs a fortune.",
-    "The vet said the dog needs more exercise.", "I signed up for a half marathon.",
-    "My favorite podcast released a new episode.", "I can't decide what to have for lunch.",
-)
+FILLER: tuple[str, ...] = tuple(_DATA["filler"])
 
 
 @dataclass

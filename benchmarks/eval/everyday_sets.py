@@ -1,8 +1,9 @@
 """Everyday sets from files: version chains said in everyday words, and controls that must stay.
 
 ``python -m benchmarks.eval.everyday_sets FILE [FILE ...] [--json OUT] [--check]`` runs each
-set of ``benchmarks/eval/data/everyday_*.json`` (format: ``benchmarks/eval/data/README.md``) in a
-fresh file with a moved clock:
+set of ``benchmarks/eval/data/everyday_v*_*.json`` (format: ``benchmarks/eval/data/README.md``; the
+first rounds' ``everyday*.json`` are another format, run by ``everyday.py``) in a fresh file with
+a moved clock:
 
 1. every text is saved at its day (days 0-75), in time order; one REM run (the default offline
    synthesiser) at day :data:`REM_MID`, so the older values may sit inside a synthesis when
@@ -30,10 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.eval import datafiles
 from benchmarks.eval.report import machine_line, mean, table
 from remd import Memory
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = datafiles.DATA
+PATTERN = "everyday_v*_*.json"  # the sets of this format (the fourth round's)
 START = datetime(2025, 3, 3, tzinfo=UTC).timestamp()
 DAY = 86_400.0
 REM_MID, ASK_DAY, REM_END = 45.0, 77.0, 117.0
@@ -65,6 +68,11 @@ class EverydaySet:
     updates: tuple[Item, ...]
     controls: tuple[Item, ...]
     unrelated: tuple[Step, ...]
+
+
+def files() -> list[Path]:
+    """The data files of this format, sorted by name."""
+    return sorted(DATA.glob(PATTERN))
 
 
 def _steps(raw: list[dict[str, Any]]) -> tuple[Step, ...]:
@@ -306,8 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--detail", action="store_true", help="per item rows")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     args = ap.parse_args(argv)
-    files = args.files or sorted(DATA.glob("everyday_*.json"))
-    sets = [load(f) for f in files]
+    sets = [load(f) for f in args.files or files()]
     if args.check:
         bad = {s.name: problems(s) for s in sets}
         for name, probs in bad.items():

@@ -5,7 +5,8 @@ four fragments a person drops to an assistant over several days: each fragment a
 about the topic (a name, a number with its unit, a date, a weekday, a place, a brand or model, a
 plain word like "backyard"). Twenty unrelated single memories sit in the same namespace. The 84
 memories are saved hours apart over three weeks, a topic's fragments on different days
-(interleaved with a fixed seed), in a fresh file.
+(interleaved with a fixed seed), in a fresh file. The topics, fragments and unrelated memories
+are ``benchmarks/eval/data/noloss.json``.
 
 A day after the last save, per fragment: is its ``detail`` (a phrase written in that fragment
 only) in the live memories' text, and in the text of ``inject(question, 200)`` (default relevance
@@ -29,196 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.eval import datafiles
 from benchmarks.eval.report import mean, table
 from remd import Memory
 
+_DATA = datafiles.read("noloss")  # benchmarks/eval/data/noloss.json
 # (topic, ((fragment, detail, question), x4)); the detail is a case-insensitive substring of its
-# fragment and of no other memory in this file (checked by _check()).
-TOPICS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
-    ("podcast", (
-        ("The podcast project records on Wednesdays.", "Wednesdays",
-         "Which day do we record the podcast?"),
-        ("For the podcast I'm using a Shure SM7B now.", "Shure SM7B",
-         "What microphone do I use for the podcast?"),
-        ("Dana is co-hosting the podcast with me.", "Dana",
-         "Who co-hosts the podcast with me?"),
-        ("We publish the podcast every two weeks.", "every two weeks",
-         "How often do we publish the podcast?"),
-    )),
-    ("Iceland trip", (
-        ("The Iceland trip is planned for July.", "July",
-         "When are we going to Iceland?"),
-        ("It'll be sixteen days long, the Iceland trip, longest vacation I've taken in years.",
-         "sixteen days", "How long is the Iceland trip?"),
-        ("Booked a camper van to get around Iceland, way cheaper than hotels over there.",
-         "camper van", "How are we getting around in Iceland?"),
-        ("My brother Tomas just said he's in for Iceland!", "Tomas",
-         "Who is coming with me to Iceland?"),
-    )),
-    ("kitchen remodel", (
-        ("We went with quartz for the new kitchen countertops.", "quartz",
-         "What are the new kitchen countertops made of?"),
-        ("Marco Bellini is the contractor doing our kitchen. He seems solid so far.",
-         "Marco Bellini", "Who is the contractor for the kitchen remodel?"),
-        ("Hard cap on the kitchen remodel: $18,000, not a cent more.", "$18,000",
-         "What's the budget for the kitchen remodel?"),
-        ("Demo day is March 3rd, so we'll be living on takeout while the kitchen is torn out.",
-         "March 3", "When does demolition start in the kitchen?"),
-    )),
-    ("half marathon", (
-        ("Okay, I did it, I signed up for the Portland half marathon.", "Portland",
-         "Which half marathon did I sign up for?"),
-        ("Race day for the half is October 12.", "October 12",
-         "When is my half marathon?"),
-        ("My goal for the half marathon is to finish under 1:55.", "1:55",
-         "What finish time am I aiming for in the half marathon?"),
-        ("Picked up Hoka Clifton 9s to do all my half marathon training in.", "Hoka Clifton",
-         "What shoes am I training in for the half marathon?"),
-    )),
-    ("Mom's 70th", (
-        ("Mom turns 70 this spring and we want to throw her a surprise party.", "surprise",
-         "What kind of party are we planning for Mom's 70th?"),
-        ("Reserved the back room at Rosetti's for Mom's birthday, it's her favourite Italian "
-         "place.", "Rosetti's", "Where is Mom's 70th birthday party?"),
-        ("Headcount for Mom's party is 35 guests so far.", "35 guests",
-         "How many guests are coming to Mom's birthday party?"),
-        ("I ordered a lemon ricotta cake for Mom's 70th.", "lemon ricotta",
-         "What cake did I order for Mom's party?"),
-    )),
-    ("emergency fund", (
-        ("I'd like the emergency fund to cover six months of expenses.", "six months",
-         "How much should my emergency fund cover?"),
-        ("Opened a Marcus savings account just for the emergency fund.", "Marcus",
-         "Which bank account holds my emergency fund?"),
-        ("Every payday $400 goes straight into the emergency fund, automatically.", "$400",
-         "How much goes into my emergency fund each payday?"),
-        ("Emergency fund check-in: up to $7,200 now.", "$7,200",
-         "How much is in my emergency fund?"),
-    )),
-    ("car shopping", (
-        ("When I replace the car I'm pretty sure it'll be a hybrid.", "hybrid",
-         "What kind of car do I want next?"),
-        ("Test drove a RAV4 on Sunday for the new car. Comfortable, bit boring.", "RAV4",
-         "Which car did I test drive?"),
-        ("Ceiling for the new car is $32,000 out the door.", "$32,000",
-         "What's the most I'll spend on the new car?"),
-        ("The salesperson I'm dealing with at the car dealership is Kevin Osei.", "Kevin Osei",
-         "Who is my contact at the car dealership?"),
-    )),
-    ("book club", (
-        ("Book club meets the first Thursday of every month.", "first Thursday",
-         "When does my book club meet?"),
-        ("This month book club is reading Piranesi.", "Piranesi",
-         "What book is the book club reading?"),
-        ("Next book club is at Harriet's, she's making soup.", "Harriet",
-         "Whose place is the next book club at?"),
-        ("Two people joined the book club, so there are nine of us now.", "nine of us",
-         "How many people are in my book club?"),
-    )),
-    ("billing migration", (
-        ("At work I'm leading the move of the billing system onto Postgres.", "Postgres",
-         "What database is the billing system moving to?"),
-        ("Cutover for the billing migration is the weekend of August 24.", "August 24",
-         "When is the billing migration cutover?"),
-        ("Oksana from the platform team was assigned to help me with the billing migration.",
-         "Oksana", "Who is helping me with the billing migration?"),
-        ("Roughly 40 million rows have to move in the billing migration.", "40 million",
-         "How many rows does the billing migration have to move?"),
-    )),
-    ("vegetable garden", (
-        ("I dug up a corner of the backyard for a vegetable garden.", "backyard",
-         "Where is my vegetable garden?"),
-        ("San Marzano tomatoes went into the veggie garden today.", "San Marzano",
-         "What tomatoes did I plant in the garden?"),
-        ("The raised beds I built for the vegetable garden are 4 by 8 feet.", "4 by 8",
-         "How big are my raised garden beds?"),
-        ("I water the vegetable garden every other morning before work.",
-         "every other morning", "How often do I water the vegetable garden?"),
-    )),
-    ("Maya's soccer", (
-        ("Maya made the Comets, her first real soccer team!", "Comets",
-         "What is Maya's soccer team called?"),
-        ("Soccer practice for Maya is on Tuesdays.", "Tuesdays",
-         "What day is Maya's soccer practice?"),
-        ("Coach Brennan runs Maya's team, he's great with the kids.", "Brennan",
-         "Who coaches Maya's soccer team?"),
-        ("All of Maya's soccer games are at Lakeside Park.", "Lakeside Park",
-         "Where does Maya play her soccer games?"),
-    )),
-    ("shoulder rehab", (
-        ("Tweaked my shoulder climbing; the doctor says it's a rotator cuff strain.",
-         "rotator cuff", "What's wrong with my shoulder?"),
-        ("Physio for the shoulder is twice a week for now.", "twice a week",
-         "How often do I have physio for my shoulder?"),
-        ("I'm seeing Dr. Lindqvist for my shoulder physio.", "Lindqvist",
-         "Who is my physiotherapist for the shoulder?"),
-        ("The shoulder rehab exercises take me about 20 minutes.", "20 minutes",
-         "How long do my shoulder exercises take?"),
-    )),
-    ("Jonah's wedding", (
-        ("Jonah's getting married in Lisbon!", "Lisbon",
-         "Where is Jonah's wedding?"),
-        ("Jonah and Bea set the date: September 6.", "September 6",
-         "When is Jonah's wedding?"),
-        ("Jonah asked me to be his best man at the wedding.", "best man",
-         "What is my role at Jonah's wedding?"),
-        ("Dress code for Jonah's wedding is black tie, so I'll have to rent a tux.",
-         "black tie", "What's the dress code for Jonah's wedding?"),
-    )),
-    ("the puppy", (
-        ("We adopted a puppy! She's a corgi mix.", "corgi",
-         "What breed is our puppy?"),
-        ("The kids named the puppy Biscuit.", "Biscuit",
-         "What is the puppy's name?"),
-        ("The vet told us to keep the puppy on Purina Pro Plan.", "Purina",
-         "What food does the puppy eat?"),
-        ("Signed the puppy up for obedience class on Saturday mornings.", "Saturday mornings",
-         "When is the puppy's obedience class?"),
-    )),
-    ("piano lessons", (
-        ("I started piano lessons with Mrs. Okafor.", "Okafor",
-         "Who is my piano teacher?"),
-        ("Each piano lesson is 45 minutes.", "45 minutes",
-         "How long are my piano lessons?"),
-        ("Slowly working my way through Clair de Lune on the piano.", "Clair de Lune",
-         "What piece am I learning on the piano?"),
-        ("Bought a Yamaha P-125 so I can practise piano at home.", "Yamaha P-125",
-         "What keyboard do I practise piano on at home?"),
-    )),
-    ("taxes", (
-        ("Ruth Feldman is doing my taxes this year.", "Ruth Feldman",
-         "Who is doing my taxes?"),
-        ("My taxes are due April 15 and I'm not filing for an extension.", "April 15",
-         "When are my taxes due?"),
-        ("The accountant thinks I'll get around $2,300 back on my taxes.", "$2,300",
-         "How much of a tax refund am I expecting?"),
-        ("Still missing the 1099 from my freelance gig, can't finish the taxes without it.",
-         "1099", "Which form am I still missing for my taxes?"),
-    )),
-)
-
-UNRELATED = (
-    "I'm lactose intolerant, so it's oat milk in everything.",
-    "My sister Greta lives in Edinburgh with her husband.",
-    "I read on a Kindle Paperwhite before bed most nights.",
-    "My usual coffee order is a flat white.",
-    "I'm left-handed, which makes notebooks annoying.",
-    "Radiohead was my favourite band all through high school.",
-    "I switched my phone plan to Mint Mobile last year.",
-    "Our wifi router is a Netgear Orbi.",
-    "I can't stand cilantro, it tastes like soap to me.",
-    "I grew up in Duluth, Minnesota.",
-    "Dad still does the crossword every morning, in pen.",
-    "I bike to the office, it takes about 25 minutes each way.",
-    "Sal has been my barber for ten years.",
-    "I quit drinking alcohol about two years ago.",
-    "My passport expires in 2031.",
-    "I keep all my notes in Obsidian.",
-    "My favourite hike around here is Eagle Creek.",
-    "Our wedding anniversary is November 2nd.",
-    "I'm allergic to cats, sadly.",
-    "My work laptop is a MacBook Pro with the M3 chip.",
-)
+# fragment and of no other memory of the set (checked by _check()).
+TOPICS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = tuple(
+    (t["topic"], tuple((f["text"], f["detail"], f["question"]) for f in t["fragments"]))
+    for t in _DATA["topics"])
+UNRELATED: tuple[str, ...] = tuple(_DATA["unrelated"])
 
 SEED = 7
 DAYS = 21  # the saves span three weeks

@@ -6,7 +6,8 @@ Karthik Rao"), then sixteen questions that one or two memories answer and three 
 stored. Per question: is the answer's memory first in a pack of 40 tokens, how many tokens a
 pack of 200 uses with the default relevance floor (and with ``fill=True``), and whether a
 superseded value shows up anywhere in it. The issue's hold-out set is a different one; these
-memories and questions were written for this benchmark, not taken from it.
+memories and questions were written for this benchmark, not taken from it. The data is
+``benchmarks/eval/data/personal.json``.
 """
 
 from __future__ import annotations
@@ -15,73 +16,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.eval import datafiles
 from benchmarks.eval.report import mean, table
 from remd import Memory
 
-MEMORIES = (
-    "My name is Arjun and I work as a data engineer.",
-    "I live in Bangalore.",
-    "My mother lives in Pune.",
-    "I drive a blue Honda City.",
-    "I'd like to visit Iceland someday.",
-    "I love gulab jamun and rasmalai, my favourite sweets.",
-    "My manager is Priya Nair.",
-    "I work at Flipkart.",
-    "My sister Meera is studying medicine in Chennai.",
-    "I'm allergic to peanuts.",
-    "I go running every Sunday morning at Cubbon Park.",
-    "My dog is called Bruno, he's a beagle.",
-    "I really want to learn the guitar this year.",
-    "My birthday is on 14 March.",
-    "I usually take the metro to work.",
-    "My favourite movie is Interstellar.",
-    "I changed my phone to a Pixel 8 last month.",
-    "I prefer tea over coffee, especially masala chai.",
-    "My best friend Rahul lives in Mumbai.",
-    "I'm learning Spanish on Duolingo.",
-    "The thing I hate most is traffic on Outer Ring Road.",
-    "My wife Ananya is an architect.",
-    "We are planning a trip to Japan in April.",
-    "I play badminton on Wednesdays with colleagues.",
-    "My laptop is a ThinkPad X1 Carbon.",
-    "I have been reading Sapiens by Yuval Noah Harari.",
-    "My blood group is O positive.",
-    "I moved to Hyderabad.",
-    "My manager is now Karthik Rao.",
-    "I like spicy food, especially Andhra cuisine.",
-    "My son Vivaan started kindergarten in June.",
-    "I'm saving up to buy an apartment.",
-    "My favourite cricketer is Rahul Dravid.",
-    "I don't eat beef.",
-    "My car insurance renews in November.",
-    "I use Neovim for coding.",
-    "I volunteer at an animal shelter once a month.",
-    "My dentist appointment is on the 3rd of next month.",
-    "My father retired from the Indian Railways.",
-    "Grandma's recipe for sambar uses tamarind from Kerala.",
-)
+_DATA = datafiles.read("personal")  # benchmarks/eval/data/personal.json
+MEMORIES: tuple[str, ...] = tuple(_DATA["memories"])
 # (question, a phrase of the memory that answers it)
-QUESTIONS = (
-    ("where do I live?", "Hyderabad"),
-    ("which city am I based in?", "Hyderabad"),
-    ("what sweets do I like?", "gulab jamun"),
-    ("who is my manager?", "Karthik"),
-    ("what is my dog's name?", "Bruno"),
-    ("what car do I drive?", "Honda City"),
-    ("what am I allergic to?", "peanuts"),
-    ("which country do I want to visit?", "Iceland"),
-    ("what phone do I have?", "Pixel"),
-    ("where does my mother live?", "Pune"),
-    ("what language am I learning?", "Spanish"),
-    ("what instrument do I want to learn?", "guitar"),
-    ("when is my birthday?", "14 March"),
-    ("do I drink tea or coffee?", "masala chai"),
-    ("what editor do I code in?", "Neovim"),
-    ("who is my wife?", "Ananya"),
-)
-UNKNOWN = ("what is my favourite football club?", "how tall am I?",
-           "what's the wifi password at the office?")
-STALE = ("I live in Bangalore.", "My manager is Priya Nair.")
+QUESTIONS: tuple[tuple[str, str], ...] = tuple((q["question"], q["answer"])
+                                               for q in _DATA["questions"])
+UNKNOWN: tuple[str, ...] = tuple(_DATA["unknown"])  # questions about nothing stored
+STALE: tuple[str, ...] = tuple(_DATA["stale"])  # the superseded memories
 FIRST_BUDGET, BUDGET = 40, 200
 
 

@@ -19,17 +19,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
 
-from benchmarks.eval import (
-    everyday,
-    everyday_check,
-    everyday_holdout,
-    everyday_sets,
-    fact_edits,
-    life,
-    noloss,
-)
+from benchmarks.eval import everyday, everyday_sets, fact_edits, life, noloss
 from benchmarks.eval.report import machine_line, table
 
 
@@ -37,19 +28,8 @@ def _pct(k: float, n: float) -> str:
     return f"{k}/{n} ({100 * k / n:.0f}%)" if n else "-"
 
 
-def _phases(result: Any) -> list[tuple[str, int, int, int, int, int, float, int]]:
+def _phases(result: everyday.Result) -> list[tuple[str, int, int, int, int, int, float, int]]:
     """(phase, first, stale, controls ok, updates, controls, mean tokens, grew) per phase."""
-    if hasattr(result, "before"):  # everyday_check / everyday_holdout
-        rows = []
-        for name, ph in (("before REM", result.before), ("after REM", result.after)):
-            toks = [r.tokens for r in ph.updates] + [r.tokens for r in ph.controls]
-            rows.append((name, ph.first_ok, ph.stale_in, sum(r.present for r in ph.controls),
-                         len(ph.updates), len(ph.controls), sum(toks) / len(toks), 0))
-        before = [r.tokens for r in result.before.updates + result.before.controls]
-        after = [r.tokens for r in result.after.updates + result.after.controls]
-        grew = sum(a > b for a, b in zip(after, before, strict=True))
-        rows[1] = (*rows[1][:-1], grew)
-        return rows
     out = []
     for phase in everyday.PHASES:
         grew = 0
@@ -64,9 +44,8 @@ def _phases(result: Any) -> list[tuple[str, int, int, int, int, int, float, int]
 
 def everyday_rows() -> list[list[str]]:
     rows = []
-    for name, mod in (("everyday", everyday), ("everyday_check", everyday_check),
-                      ("everyday_holdout", everyday_holdout)):
-        for phase, first, stale, ok, n, c, toks, grew in _phases(mod.run()):
+    for name in everyday.SETS:
+        for phase, first, stale, ok, n, c, toks, grew in _phases(everyday.run(name)):
             rows.append([f"{name} {phase}", _pct(first, n), _pct(stale, n), f"{ok}/{c}",
                          f"{toks:.0f}", str(grew) if phase.startswith("after") else ""])
     return rows
@@ -86,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         print(table(["set, phase", "current first @40", "stale @200", "controls",
                      "mean tokens @200", "packs larger after REM"], everyday_rows()) + "\n")
     if "sets" not in args.skip:
-        files = sorted(everyday_sets.DATA.glob("everyday_*.json"))
+        files = everyday_sets.files()
         print("Everyday sets of the fourth round (benchmarks/eval/data; version chains, "
               "subjects in other words, controls; the hold-out was written by a helper and "
               "never read while tuning; targets on it: first >= 90%, stale <= 5%, every "

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from benchmarks.eval import everyday
 from benchmarks.eval.report import table
 from remd.text.embed import MiniLMEmbedder
 from remd.text.updates import WEIGHTS, Verdict, VerdictKind, evidence, judge, probability, read
@@ -41,18 +41,10 @@ class Pair:
 
 def statements(name: str) -> tuple[list[str], set[tuple[str, str]]]:
     """A set's statements in save order and its (older, newer) update pairs."""
+    if name in everyday.SETS:  # in the order its run() saves them
+        s = everyday.load(name)
+        return [text for _, text in everyday.schedule(s)], {(u.old, u.new) for u in s.updates}
     mod = importlib.import_module(f"benchmarks.eval.{name}")
-    if name == "everyday":
-        order = [text for _, text in mod._schedule()]
-        return order, {(u.old, u.new) for u in mod.UPDATES}
-    if name == "everyday_check":  # its run() saves in this order
-        rng = random.Random(mod.SEED)
-        first = [u.old for u in mod.UPDATES] + list(mod.UNRELATED) + [
-            c.texts[0] for c in mod.CONTROLS]
-        rng.shuffle(first)
-        later = [u.new for u in mod.UPDATES] + [t for c in mod.CONTROLS for t in c.texts[1:]]
-        rng.shuffle(later)
-        return first + later, {(u.old, u.new) for u in mod.UPDATES}
     if name == "fact_edits":
         world = mod.WORLD
         order = [s.text for s in world.statements]

@@ -210,3 +210,92 @@ def test_the_personal_section_finds_the_right_memory_first(tmp_path: Path) -> No
     assert sum(r.first_ok for r in rows) >= len(rows) - 1
     assert not any(r.stale for r in rows + unknown)
     assert all(r.tokens <= r.tokens_fill for r in rows)
+
+
+# Every item of the evaluation sets, as moved from Python literals into benchmarks/eval/data:
+# a set that loses an item fails here.
+SET_SIZES = {
+    "everyday": {"updates": 42, "unrelated": 33, "late_unrelated": 6, "controls": 13},
+    "everyday_check": {"updates": 23, "unrelated": 28, "late_unrelated": 0, "controls": 8},
+    "everyday_holdout": {"updates": 21, "unrelated": 26, "late_unrelated": 0, "controls": 8},
+}
+
+
+def test_the_data_files_load_with_every_item() -> None:
+    from benchmarks.eval import (
+        datafiles,
+        drift,
+        everyday,
+        everyday_sets,
+        fact_world,
+        life,
+        noloss,
+        personal,
+    )
+
+    for name, sizes in SET_SIZES.items():
+        s = everyday.load(name)
+        assert s.name == name and not everyday.problems(s)
+        assert {k: len(getattr(s, k)) for k in sizes} == sizes
+    assert (len(personal.MEMORIES), len(personal.QUESTIONS), len(personal.UNKNOWN),
+            len(personal.STALE)) == (40, 16, 3, 2)
+    assert (len(drift.ATTRIBUTES), len(drift.FILLER)) == (7, 36)
+    assert (len(fact_world.RELATIONS), len(fact_world.CHAINS), len(fact_world.REFERENCES),
+            len(fact_world.WORLD.statements)) == (10, 10, 4, 257)
+    assert sum(len(f) for _, f in noloss.TOPICS) == 64 and len(noloss.UNRELATED) == 20
+    assert (len(life.STABLE), len(life.CHANGES), len(life.EVENTS), len(life.TOPICS),
+            len(life.DETAILS), len(life.NEVER)) == (15, 25, 40, 12, 20, 8)
+    assert not life.problems()
+    for f in sorted(datafiles.DATA.glob("*.json")):  # every file parses and names itself
+        raw = datafiles.read_path(f)
+        assert raw.get("name", f.stem) == f.stem and raw["about"]
+    # the fourth round's runner takes its own format only
+    assert [f.name for f in everyday_sets.files()] == ["everyday_v2_dev.json",
+                                                       "everyday_v2_holdout.json"]
+
+
+def test_one_everyday_runner_runs_the_check_and_holdout_sets(tmp_path: Path) -> None:
+    """everyday.run on a slice of each set's data (the whole sets take minutes: the truth
+    section runs them)."""
+    from dataclasses import replace
+
+    from benchmarks.eval import everyday
+
+    for name in ("everyday_check", "everyday_holdout"):
+        full = everyday.load(name)
+        s = replace(full, updates=full.updates[:2], unrelated=full.unrelated[:3],
+                    controls=full.controls[:2])
+        assert [t for _, t in everyday.schedule(s)][0] in (
+            [u.old for u in s.updates] + list(s.unrelated) + [c.texts[0] for c in s.controls])
+        res = everyday.run(s, tmp_path)
+        assert res.name == name and res.saved == 2 * 2 + 3 + sum(len(c.texts)
+                                                                 for c in s.controls)
+        assert [r.question for r in res.updates] == [u.question for u in s.updates]
+        for phase in everyday.PHASES:
+            assert all(phase in r.first and phase in r.tokens for r in res.updates)
+            assert all(phase in r.present for r in res.controls)
+        assert res.rem.status
+
+
+def test_recorded_results_print_back_as_they_were_printed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.eval import report, tables
+
+    rec = report.Recorder()
+    with rec.section("demo"):
+        print("## Demo\n\nSome prose.\n")
+        print(report.table(["measure", "value", "ok", "none"],
+                           [["a", 0.12345, True, None], ["b", float("nan"), 3, "x"]]) + "\n")
+        report.table(["never printed"], [[1]])
+        print("| a | hand-made |\n| --- | --- |")
+        print("\n".join([report.table(["x"], [[1]]), report.table(["y", "z"], [[2, "w"]],
+                                                                  ["l", "l"])]))
+    printed = capsys.readouterr().out
+    blocks = rec.sections["demo"]["blocks"]
+    assert [next(iter(b)) for b in blocks] == ["text", "table", "text", "table", "text",
+                                               "table", "text"]
+    assert blocks[1]["table"]["rows"][0] == ["a", 0.12345, True, None]
+    assert blocks[1]["table"]["rows"][1][1] == "nan"  # strict JSON, printed the same
+    assert report.render(json.loads(json.dumps(blocks, allow_nan=False))) == printed
+    results = {"machine": "m", "seconds": 1.4, "sections": rec.sections}
+    assert tables.text(results) == f"remd evaluation — m\n\n{printed}\n(total 1 s)\n"

@@ -2,7 +2,7 @@
 by the user, and judged by an optional LLM (against the loopback OpenAI-compatible server).
 
 The statements here were written for these tests; the evaluation sets are in
-benchmarks/eval (everyday, everyday_check, life, fact_edits).
+benchmarks/eval/data (everyday, everyday_check, life, fact_edits).
 """
 
 from __future__ import annotations
