@@ -16,6 +16,7 @@ import itertools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Any, Generic, TypeVar
 
 from remd.errors import SchemaVersionError, StoreError
@@ -253,6 +254,14 @@ class BaseStore(Generic[C]):
                     "INSERT INTO remd_meta (key, value) VALUES ('schema_version', ?) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (str(self._schema_number()),))
+
+
+def migration_names(package: str) -> tuple[str, ...]:
+    """The named migrations of a store: the ``.sql`` files of ``package``'s ``migrations/``
+    folder, in the order of their names (``0001_initial``, ``0002_...``)."""
+    folder = resources.files(package) / "migrations"
+    return tuple(sorted(f.name.removesuffix(".sql") for f in folder.iterdir()
+                        if f.name.endswith(".sql")))
 
 
 def refuse_unknown(where: str, done: Sequence[str], known: Sequence[str]) -> None:

@@ -214,3 +214,13 @@ def test_the_tests_mirror_the_package() -> None:
     assert folders - TEST_FOLDERS_OF_THEIR_OWN <= {p.name for p in PKG.iterdir()
                                                   if (p / "__init__.py").is_file()}
     assert not list(TESTS.glob("test_*.py")), "every test module lives in a folder"
+
+
+def test_the_backends_never_import_each_other() -> None:
+    """remd/store/sqlite and remd/store/postgres share only what is above them in the store
+    (base.py, seam.py, reads.py, quantisation.py, tokenizer.py, where.py)."""
+    backends = ("remd.store.sqlite", "remd.store.postgres")
+    wrong = [f"{name} -> {target}" for name, targets in GRAPH.items() for target in targets
+             for mine in backends for theirs in backends
+             if mine != theirs and name.startswith(mine) and target.startswith(theirs)]
+    assert wrong == []

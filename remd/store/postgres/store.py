@@ -34,7 +34,7 @@ from remd.config import StoreConfig
 from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError, first_line
 from remd.logs import get_logger
 from remd.store import base
-from remd.store.base import BaseStore, Names
+from remd.store.base import BaseStore, Names, migration_names
 from remd.store.postgres import locks as pglocks
 from remd.store.postgres import search as pgsearch
 from remd.store.postgres.connect import reach
@@ -46,11 +46,8 @@ if TYPE_CHECKING:
 
 log = get_logger("remd.pgstore")
 
-PG_MIGRATIONS: tuple[str, ...] = ("0001_initial", "0002_update_judged",
-                                 "0003_namespace_keys", "0004_statement_triggers",
-                                 "0005_exact_values", "0006_node_keys",
-                                 "0007_synthesis_clauses", "0008_vec_generations",
-                                 "0009_edge_checks")
+# The named migrations: the .sql files of remd/store/postgres/migrations, in name order.
+PG_MIGRATIONS = migration_names("remd.store.postgres")
 
 # Is a write refused here: the transaction's read-only setting (a hot standby, or the role's
 # default_transaction_read_only), and the first of remd's tables this role may not write.

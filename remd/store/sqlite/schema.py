@@ -16,6 +16,7 @@ from pathlib import Path
 import apsw
 import numpy as np
 
+from remd.store.base import migration_names
 from remd.store.quantisation import DIM, to_int8
 
 _SCHEMA_FILE = "schema.sql"
@@ -64,23 +65,12 @@ def _vectors_once(conn: apsw.Connection) -> None:
 # Named migrations, applied in order to a file that lacks them (by name, as remd_migrations
 # records them); a new file gets schema.sql, which equals all of them applied, and records
 # every name. The schema version of a file is the number of migrations it has. Never edit or
-# reorder an entry once released: append a new one, and make the same change in schema.sql.
-MIGRATIONS: tuple[tuple[str, Step], ...] = (
-    ("0001_initial", _migration_sql("0001_initial")),
-    ("0002_vec_bit", _migration_sql("0002_vec_bit")),  # quantised vectors, tag/FTS indexes
-    ("0003_vec_generation", _migration_sql("0003_vec_generation")),  # vector index reloads
-    ("0004_node_tags_live", _migration_sql("0004_node_tags_live")),  # live rows of a tag
-    ("0005_tag_log", _migration_sql("0005_tag_log")),  # tags changed, for the graph cache
-    ("0006_node_log", _migration_sql("0006_node_log")),  # nodes changed, for the node mirror
-    ("0007_node_tags_rid_cover", _migration_sql("0007_node_tags_rid_cover")),  # tags by memory
-    ("0008_vectors_once", _vectors_once),  # vec0 gone, int8 vectors: no chunk per namespace
-    ("0009_rem_holds", _migration_sql("0009_rem_holds")),  # no redo after a rollback
-    ("0010_sentence_vectors", _migration_sql("0010_sentence_vectors")),  # a vector per sentence
-    ("0011_namespace_everywhere", _migration_sql("0011_namespace_everywhere")),  # routing
-    ("0012_update_judged", _migration_sql("0012_update_judged")),  # update detection pending
-    ("0013_exact_values", _migration_sql("0013_exact_values")),  # store items kept exact
-    ("0014_node_keys", _migration_sql("0014_node_keys")),  # what a memory is about
-    ("0015_synthesis_clauses", _migration_sql("0015_synthesis_clauses")),  # dated clauses
-    ("0016_smaller_file", _migration_sql("0016_smaller_file")),  # node_tags by memory
-)
+# rename a file once released: add the next one (its SQL says what it changes), and make the
+# same change in schema.sql. A migration that needs more than its SQL has a step here.
+_STEPS: dict[str, Step] = {
+    "0008_vectors_once": _vectors_once,  # vec0 gone, int8 vectors: no chunk per namespace
+}
+MIGRATIONS: tuple[tuple[str, Step], ...] = tuple(
+    (name, _STEPS.get(name) or _migration_sql(name))
+    for name in migration_names("remd.store.sqlite"))
 SCHEMA_VERSION = len(MIGRATIONS)
