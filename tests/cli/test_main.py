@@ -71,12 +71,14 @@ def remd(db: Path, *args: str, env: dict[str, str] | None = None,
                           env=full_env, timeout=300)
 
 
+@pytest.mark.slow
 def test_forget_prints_only_the_id(db_path: Path) -> None:
     node_id = remd(db_path, "save", "My job is baker").stdout.strip()
     forgot = remd(db_path, "forget", node_id)
     assert (forgot.returncode, forgot.stdout, forgot.stderr) == (0, node_id + "\n", "")
 
 
+@pytest.mark.slow
 def test_warnings_go_to_stderr_and_stdout_keeps_the_result(db_path: Path) -> None:
     down = {"REMD_EMBED__PROVIDER": "openai", "REMD_EMBED__BASE_URL": refused_base_url()}
     saved = remd(db_path, "save", "I water the basil on Sundays", env=down)

@@ -46,6 +46,7 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+@pytest.mark.slow
 def test_many_namespaces_share_a_bounded_pool(db_path: Path) -> None:
     """300 namespaces used from 8 threads: connections, file descriptors and caches follow
     the pool and the budget, not the number of namespaces."""

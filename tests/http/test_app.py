@@ -148,6 +148,7 @@ def test_concurrent_requests_each_get_their_own_connection(api: httpx.Client,
     ("DELETE", "/v1/memories/abc", {}, 404, "NotFound"),  # forget (the inspector)
     ("DELETE", "/v1/memories/abc", None, 415, "UnsupportedMediaType"),  # a write needs JSON
 ])
+@pytest.mark.slow
 def test_errors_are_json_with_proper_status_and_store_nothing(
         api: httpx.Client, db_path: Path, method: str, path: str, body: Any, status: int,
         kind: str) -> None:

@@ -54,6 +54,7 @@ def error_type(r: httpx.Response, status: int) -> str:
 @pytest.mark.parametrize("kind", [None, "text/plain", "application/x-www-form-urlencoded",
                                   "multipart/form-data; boundary=b", "application/jsonx",
                                   "text/json"])
+@pytest.mark.slow
 def test_every_write_needs_the_json_type(served: tuple[httpx.Client, int], db_path: Path,
                                          method: str, path: str, kind: str | None) -> None:
     api, _ = served
@@ -100,6 +101,7 @@ def test_the_json_type_may_carry_parameters_and_writes_without_a_body_take_none_
     ("POST", "/v1/memories"), ("GET", "/v1/memories"), ("GET", "/v1/stats"),
     ("GET", "/healthz"), ("GET", "/ui"),
 ])
+@pytest.mark.slow
 def test_a_foreign_origin_is_refused_on_every_route(
         served: tuple[httpx.Client, int], db_path: Path, origin: str, method: str,
         path: str) -> None:

@@ -176,6 +176,7 @@ def test_unknown_ids_are_404(setup: Setup, method: str, path: str,
     ("/v1/memories", {"namespace": "bad namespace!"}),
     ("/v1/triggers", {"namespace": ""}),
 ])
+@pytest.mark.slow
 def test_bad_input_is_400(setup: Setup, path: str, params: dict[str, str]) -> None:
     assert error_of(setup.client.get(path, params=params), 400) == "InvalidInput"
 
@@ -186,6 +187,7 @@ def test_bad_input_is_400(setup: Setup, path: str, params: dict[str, str]) -> No
     ("GET", "/v1/tags/home/graph"), ("GET", "/v1/rem/runs"), ("GET", "/v1/rem/runs/r"),
     ("POST", "/v1/rem/runs/r/rollback"), ("GET", "/v1/triggers"),
 ])
+@pytest.mark.slow
 def test_every_endpoint_needs_the_token(setup: Setup, method: str, path: str) -> None:
     r = httpx.request(method, str(setup.client.base_url.join(path)),
                       headers={"Authorization": "Bearer wrong"})

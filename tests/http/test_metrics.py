@@ -217,6 +217,7 @@ def test_readyz_refuses_while_the_embedding_backlog_is_over_its_bound(db_path: P
 
 
 # -- `remd serve --http`: a real daemon, a real SIGTERM -----------------------------------------
+@pytest.mark.slow
 def test_remd_serve_counts_its_rem_runs_and_drains_after_sigterm(db_path: Path) -> None:
     assert CliRunner().invoke(main, ["--db", str(db_path), "init"]).exit_code == 0
     fill(db_path, "work", old_fragments())

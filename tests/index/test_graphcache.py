@@ -184,6 +184,7 @@ def write_something(rng: random.Random, writer: Memory, reader: Memory, runs: li
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.slow
 def test_caches_match_sqlite_after_every_kind_of_write(pair: tuple[Memory, Memory],
                                                        seed: int) -> None:
     reader, writer = pair

@@ -255,6 +255,7 @@ def test_to_dict_has_exactly_the_cli_keys(corpus: Memory) -> None:
 
 
 # -- the quantised vector index ----------------------------------------------------------------
+@pytest.mark.slow
 def test_bit_knn_matches_exact_cosine_on_real_embeddings(db_path: Path) -> None:
     rng = np.random.default_rng(7)
     words = ("garden kitchen train budget doctor guitar ocean python coffee winter election "
@@ -500,6 +501,7 @@ def test_node_tags_live_follows_every_status_change(tmp_path: Path) -> None:
         assert _live_mismatches(fresh) == 0
 
 
+@pytest.mark.slow
 def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The same 30 live memories of a tag, with and without 3,000 newer (so first in weight

@@ -129,6 +129,7 @@ def old_memory(db_path: Path) -> Iterator[Memory]:
 
 
 # -- what users expect ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_year_of_restated_fragments_halves_and_every_topic_stays_findable_at_120(
         db_path: Path, tmp_path: Path) -> None:
     """The density issue's case: 300 year-old fragments, 30 incidents each restated with new
@@ -401,6 +402,7 @@ def test_a_held_memory_that_changes_is_free_again(old_memory: Memory) -> None:
     assert m.store.scalar("SELECT count(*) FROM rem_holds") == 28 - len(accessed)
 
 
+@pytest.mark.slow
 def test_include_held_folds_held_members_by_hand(old_memory: Memory, db_path: Path) -> None:
     m = old_memory
     run = m.run_rem(synthesiser=KEEP_ALL, now=NOW)
@@ -424,6 +426,7 @@ def test_include_held_folds_held_members_by_hand(old_memory: Memory, db_path: Pa
     assert obj["held"] == 0 and obj["flagged"] == 30 and obj["synthesised"] >= 1
 
 
+@pytest.mark.slow
 def test_hold_days_0_holds_nothing(db_path: Path) -> None:
     config = load_config(env={}, overrides={"rem": {"hold_days": 0}})
     with Memory(db_path, config=config, clock=lambda: NOW) as m:

@@ -265,6 +265,7 @@ def planted_clusters(draw: st.DrawFn) -> tuple[list[Fragment], set[str], set[str
 
 @settings(max_examples=150, deadline=None)
 @given(planted_clusters())
+@pytest.mark.slow
 def test_offline_keeps_every_entity_date_and_number(
     planted: tuple[list[Fragment], set[str], set[str]],
 ) -> None:

@@ -58,6 +58,7 @@ def saved_ids(path: Path) -> set[str]:
         con.close()
 
 
+@pytest.mark.slow
 def test_backups_under_eight_writers_and_the_daemon(db_path: Path, tmp_path: Path) -> None:
     with Memory(db_path, embedder=None) as m:  # the schema, before anyone races to create it
         m.store.schema_version()
@@ -206,6 +207,7 @@ def one_line_refusal(done: subprocess.CompletedProcess[str], said: str) -> bool:
             and said in done.stderr)
 
 
+@pytest.mark.slow
 def test_a_forced_backup_never_overwrites_the_live_databases_own_files(tmp_path: Path) -> None:
     db = tmp_path / "agent.db"
     Memory(db, embedder=None).close()
@@ -231,6 +233,7 @@ def test_a_forced_backup_never_overwrites_the_live_databases_own_files(tmp_path:
     assert writer.errors.read_text() == ""
 
 
+@pytest.mark.slow
 def test_a_forced_backup_never_overwrites_a_database_in_use(tmp_path: Path) -> None:
     source, live = tmp_path / "agent.db", tmp_path / "other.db"
     with Memory(source, embedder=None) as m:

@@ -104,6 +104,7 @@ def pg_conn(pg_server: SuiteServer) -> Iterator[Any]:
     pg_server.statements()  # ... and this test's PREPAREs are not
 
 
+@pytest.mark.slow
 def test_every_statement_works_in_both_dialects(sqlite_conn: Any, pg_conn: Any) -> None:
     found = statements()
     checked = {"both": 0, "sqlite": 0, "postgresql": 0}

@@ -84,6 +84,7 @@ def test_serve_interval_refuses_huge_and_non_finite_values(db_path: Path, value:
 
 # -- 5: a closed pipe -------------------------------------------------------------------------
 @pytest.mark.parametrize("args", [["export"], ["recent", "-n", "2000"]])
+@pytest.mark.slow
 def test_a_closed_stdout_pipe_ends_quietly(db_path: Path, args: list[str]) -> None:
     with Memory(db_path, embedder=None) as m:  # ~1 MB of output: far more than a pipe holds
         m.save_many([f"note {i}: " + "lorem ipsum dolor " * 25 for i in range(1500)],

@@ -116,6 +116,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("body", REFUSED.values(), ids=list(REFUSED))
 @pytest.mark.parametrize("from_stdin", [False, True], ids=["file", "stdin"])
+@pytest.mark.slow
 def test_a_refused_import_leaves_no_new_file(tmp_path: Path, body: bytes,
                                              from_stdin: bool) -> None:
     db = tmp_path / "new.db"

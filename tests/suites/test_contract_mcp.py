@@ -140,6 +140,7 @@ def test_every_request_line_gets_an_answer_and_the_server_stays_up(db_path: Path
 
 # -- row 7: `accepted` is a bool, echoed as given -----------------------------------------------
 @pytest.mark.parametrize("accepted", ["1", "0", "0.5", "1.0", '"true"'])
+@pytest.mark.slow
 def test_memory_feedback_takes_a_bool_and_echoes_it(db_path: Path, accepted: str) -> None:
     Memory(db_path, embedder=None).close()
     with open(db_path.parent / "mcp-stderr.log", "w") as errlog:

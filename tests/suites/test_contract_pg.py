@@ -76,6 +76,7 @@ def _env() -> dict[str, str]:
 
 @pytest.mark.parametrize("case", ["refused", "no database"])
 @pytest.mark.parametrize("command", [["stats"], ["serve"], ["mcp"]])
+@pytest.mark.slow
 def test_cli_serve_and_mcp_refuse_a_url_that_cannot_connect_with_one_line(
         pg_server: SuiteServer, case: str, command: list[str]) -> None:
     url, cause, where = _bad_urls(pg_server)[case]

@@ -68,6 +68,7 @@ def _integrity(path: Path) -> str:
 
 
 @pytest.mark.parametrize("mode", ["single", "bulk"])
+@pytest.mark.slow
 def test_sigkilled_writers_lose_nothing_acknowledged(db_path: Path, mode: str) -> None:
     rng = random.Random(1234)
     with Memory(db_path, embedder=None):
@@ -104,6 +105,7 @@ def test_sigkilled_writers_lose_nothing_acknowledged(db_path: Path, mode: str) -
 
 
 # -- SIGKILL during a REM cycle ------------------------------------------------------------------
+@pytest.mark.slow
 def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
         db_path: Path, tmp_path: Path) -> None:
     """24 kills of a REM run on a real file (tests/crash_rem.py has the loop and the checks):
@@ -154,6 +156,7 @@ def _wait_for(served: Served, event: str, timeout: float = 90.0, **match: Any) -
     raise AssertionError(f"no {event!r} {match} within {timeout:.0f} s; last events: {last}")
 
 
+@pytest.mark.slow
 def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> None:
     """`remd serve`, synthesising through a slow OpenAI-compatible server, is SIGKILLed
     three times (ten on PostgreSQL) mid-cycle (just after its k-th cluster committed, with the

@@ -184,6 +184,7 @@ RUNNABLE = {page: [b for b in blocks(page) if b.lang in RUN and b.not_run is Non
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if RUNNABLE[p]], ids=_name)
+@pytest.mark.slow
 def test_code_blocks_run(page: Path, tmp_path: Path) -> None:
     for block in RUNNABLE[page]:
         argv = ([sys.executable, "-c", block.code] if block.lang == "python"

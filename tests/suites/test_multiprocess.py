@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from remd import Memory
 from tests.service.test_daemon import Served
@@ -67,6 +68,7 @@ class Agents:
         return [json.loads(out.read_text()) for out in self.outs]
 
 
+@pytest.mark.slow
 def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -> None:
     with Memory(db_path, embedder=None) as m:  # the schema, before anyone races to create it
         m.store.schema_version()

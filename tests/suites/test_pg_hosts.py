@@ -32,6 +32,7 @@ def _daemon(url: str) -> Served:
     })
 
 
+@pytest.mark.slow
 def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
                                                          tmp_path: Path) -> None:
     url = pg_server.fresh_url()

@@ -82,6 +82,7 @@ with Memory(url, embedder=None) as mem:
 
 @pytest.mark.skipif(bindir() is None, reason="no PostgreSQL server programs")
 @pytest.mark.parametrize("host", ["quiet", "configured"])
+@pytest.mark.slow
 def test_the_postgresql_pool_is_quiet_unless_the_host_configures_logging(
         host: str) -> None:
     """With the server stopped under an open store, psycopg_pool's reconnection attempts go to

@@ -176,6 +176,7 @@ PRIVATE = ["Alice's locker code is Zebra-8841.", "My passport number is QX-55-12
 
 
 @pytest.mark.parametrize("level", ["debug", "info"])
+@pytest.mark.slow
 def test_serve_never_logs_secrets_and_logs_contents_at_debug_only(
         db_path: Path, llm_server: LLMServer, level: str) -> None:
     with Memory(db_path, "work", clock=lambda: NOW) as m:

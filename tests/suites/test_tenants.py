@@ -20,6 +20,7 @@ def tenants(tmp_path_factory: pytest.TempPathFactory) -> Result:
     return run(NAMESPACES, tmp_path_factory.mktemp("tenants"), concurrency=6)
 
 
+@pytest.mark.slow
 def test_every_request_succeeds_and_every_memory_is_stored(tenants: Result) -> None:
     assert tenants.errors == 0, details(tenants)
     assert tenants.exit_codes == (0, 0)  # both servers stopped cleanly on SIGTERM

@@ -64,6 +64,7 @@ def test_a_shipped_file_that_is_not_the_official_one_is_refused(
 
 @settings(max_examples=600, deadline=None)
 @given(texts=st.lists(_TEXT, min_size=1, max_size=6), sep=st.sampled_from(_SEPS))
+@pytest.mark.slow
 def test_count_joined_equals_counting_the_joined_text(
         counter: TokenCounter, stock_tiktoken: dict[str, tiktoken.Encoding], texts: list[str],
         sep: str) -> None:
@@ -75,6 +76,7 @@ def test_count_joined_equals_counting_the_joined_text(
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(st.from_regex(r"[A-Za-z0-9][\w '.,!?-]{0,30}[.!?]?", fullmatch=True),
                       min_size=2, max_size=8))
+@pytest.mark.slow
 def test_count_joined_on_sentences(counter: TokenCounter,
                                    stock_tiktoken: dict[str, tiktoken.Encoding],
                                    texts: list[str]) -> None:
