@@ -25,7 +25,9 @@ AGENTS = 8
 OPS = 5000  # per agent at most: the agents stop once REM has run CYCLES times (or at the deadline)
 CYCLES = 4
 DEADLINE_SECONDS = 60  # a hard bound on each agent, whatever happens
-HERE = Path(__file__).resolve().parents[1]  # tests/, where agent_proc.py is
+# tests/agent_proc.py runs as a module from the repository's root: run by its path, its folder
+# (tests/) would come first on sys.path, and tests/http would hide the standard library's http.
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Agents:
@@ -36,10 +38,10 @@ class Agents:
         self.outs = [where / f"agent{i}.json" for i in range(AGENTS)]
         self.stop_file = where / "stop"
         self.procs = [subprocess.Popen(
-            [sys.executable, str(HERE / "agent_proc.py"), str(db),
+            [sys.executable, "-m", "tests.agent_proc", str(db),
              namespaces[i % len(namespaces)], str(i), str(OPS), str(DEADLINE_SECONDS),
              str(self.stop_file), str(self.outs[i])],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
             env={**os.environ, "OMP_NUM_THREADS": "1"}) for i in range(AGENTS)]
 
     def running(self) -> bool:
