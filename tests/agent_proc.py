@@ -1,7 +1,7 @@
 """One agent process for tests/suites/test_multiprocess.py: saves and injects through its own
 ``Memory`` on the shared file while the daemon consolidates it.
 
-Usage: python tests/agent_proc.py DB NAMESPACE AGENT_NO OPS DEADLINE_SECONDS STOP_FILE OUT.json
+Usage: python -m tests.agent_proc DB NAMESPACE AGENT_NO OPS DEADLINE_SECONDS STOP_FILE OUT.json
 
 Runs OPS operations, or fewer once STOP_FILE exists (the test creates it when it has seen the
 daemon consolidate enough) or DEADLINE_SECONDS have passed — but always at least MIN_OPS, so a
