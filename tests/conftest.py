@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import socket
+import sys
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -51,6 +52,16 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_connect(self, address)  # type: ignore[arg-type]
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture(autouse=True)
+def _no_daemon_left() -> Iterator[None]:
+    """A `remd serve` a failed test left running is killed after it, never left to load the
+    machine for the tests after it (tests/service/test_daemon.py Served)."""
+    yield
+    served = sys.modules.get("tests.service.test_daemon")
+    if served is not None:
+        served.Served.kill_left()
 
 
 @pytest.fixture(scope="session")

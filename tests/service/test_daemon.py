@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -490,7 +490,19 @@ def recv_until(sock: socket.socket, prefix: bytes) -> list[bytes]:
 
 
 class Served:
-    """A `remd serve` subprocess whose JSON log lines are read on a thread."""
+    """A `remd serve` subprocess whose JSON log lines are read on a thread. One a failed test
+    left running is killed after the test (tests/conftest.py: :meth:`kill_left`)."""
+
+    started: ClassVar[list[subprocess.Popen[str]]] = []
+
+    @classmethod
+    def kill_left(cls) -> None:
+        """SIGKILL every `remd serve` still running (a test failed before stopping it)."""
+        started, cls.started = cls.started, []
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=60)
 
     def __init__(self, db: Path, *args: str, env: dict[str, str] | None = None,
                  max_fds: int | None = None) -> None:
@@ -504,6 +516,7 @@ class Served:
         self.proc = subprocess.Popen([*REMD, "--db", str(db), "serve", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=full_env, text=True, preexec_fn=limit)
+        Served.started.append(self.proc)
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         threading.Thread(target=self._read, daemon=True).start()
