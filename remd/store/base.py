@@ -75,6 +75,17 @@ class BaseStore(Generic[C]):
         """The remd error a backend's error inside a block stands for (None: raise as is)."""
         return None
 
+    @contextlib.contextmanager
+    def _translating(self) -> Iterator[None]:
+        """Raise the remd error (:meth:`_translated`) of a backend error inside the block."""
+        try:
+            yield
+        except BaseException as exc:
+            mapped = self._translated(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
     def _begin_read(self, conn: C) -> None:
         raise NotImplementedError
 
@@ -148,14 +159,12 @@ class BaseStore(Generic[C]):
             self._begin(conn, namespace)
             local.depth = 1
             try:
-                yield conn
-            except BaseException as exc:
-                self._rollback(conn)
-                mapped = self._translated(exc)
-                if mapped is not None:
-                    raise mapped from exc
-                raise
-            else:
+                with self._translating():
+                    try:
+                        yield conn
+                    except BaseException:
+                        self._rollback(conn)
+                        raise
                 self._commit(conn)
             finally:
                 local.depth = 0
@@ -171,12 +180,8 @@ class BaseStore(Generic[C]):
             self._begin_read(conn)
             local.depth = 1
             try:
-                yield conn
-            except BaseException as exc:
-                mapped = self._translated(exc)
-                if mapped is not None:
-                    raise mapped from exc
-                raise
+                with self._translating():
+                    yield conn
             finally:
                 local.depth = 0
                 self._end_read(conn)
@@ -197,14 +202,8 @@ class BaseStore(Generic[C]):
     def applied(self) -> list[str]:
         """The names of the migrations recorded in the database, in the order they were
         applied (empty for a new one)."""
-        with self.connection() as conn:
-            try:
-                return self._recorded(conn)
-            except BaseException as exc:  # not a database, corrupt: a StoreError
-                mapped = self._translated(exc)
-                if mapped is not None:
-                    raise mapped from exc
-                raise
+        with self.connection() as conn, self._translating():  # not a database, corrupt
+            return self._recorded(conn)
 
     def schema_version(self) -> int:
         """How many of this code's migrations the database has (a database newer than this
@@ -262,6 +261,11 @@ def migration_names(package: str) -> tuple[str, ...]:
     folder = resources.files(package) / "migrations"
     return tuple(sorted(f.name.removesuffix(".sql") for f in folder.iterdir()
                         if f.name.endswith(".sql")))
+
+
+def migration_sql(package: str, name: str) -> str:
+    """The SQL of the named migration ``name`` of ``package``'s ``migrations/`` folder."""
+    return (resources.files(package) / "migrations" / f"{name}.sql").read_text(encoding="utf-8")
 
 
 def refuse_unknown(where: str, done: Sequence[str], known: Sequence[str]) -> None:

@@ -27,14 +27,13 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterable, Sequence
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from remd.config import StoreConfig
 from remd.errors import ConnectionLost, PoolExhausted, ReadOnlyStore, StoreError, first_line
 from remd.logs import get_logger
 from remd.store import base
-from remd.store.base import BaseStore, Names, migration_names
+from remd.store.base import BaseStore, Names, migration_names, migration_sql
 from remd.store.postgres import locks as pglocks
 from remd.store.postgres import search as pgsearch
 from remd.store.postgres.connect import reach
@@ -58,19 +57,14 @@ _WRITABLE = (
     "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'")
 
 
-def _begin(names: pglocks.Scope) -> tuple[str, str]:
+def _begin_sql(names: pglocks.Scope) -> tuple[str, str]:
     """BEGIN and the write locks of a transaction on ``names`` (None: every namespace)."""
     return "BEGIN", pglocks.lock_sql(names)
 
 
-def _commit(names: pglocks.Scope) -> tuple[str, ...]:
+def _commit_sql(names: pglocks.Scope) -> tuple[str, ...]:
     """The change logs' pruning (of ``names``' rows; None: all) and COMMIT."""
     return pglocks.commit_sql(names, base.LOG_KEEP, base.LOG_STEP)
-
-
-def _migration_sql(name: str) -> str:
-    return (resources.files("remd.store.postgres") / "migrations" / f"{name}.sql").read_text(
-        encoding="utf-8")
 
 
 @functools.cache
@@ -185,7 +179,7 @@ class PgStore(BaseStore[PgConnection]):
     def _begin(self, conn: PgConnection, namespace: Names) -> None:
         names = pglocks.scope(namespace)
         self._local.held = names
-        conn.begin("; ".join(_begin(names)))  # one round trip (again if lost)
+        conn.begin("; ".join(_begin_sql(names)))  # one round trip (again if lost)
 
     def _nest(self, conn: PgConnection, namespace: Names) -> None:
         local, names = self._local, pglocks.scope(namespace)
@@ -196,7 +190,7 @@ class PgStore(BaseStore[PgConnection]):
 
     def _commit(self, conn: PgConnection) -> None:
         try:  # the deferred writes, pruning and COMMIT: one round trip
-            conn.settle(then=_commit(self._local.held))
+            conn.settle(then=_commit_sql(self._local.held))
         except ConnectionLost as exc:
             raise ConnectionLost(
                 f"{exc} (lost while committing: the transaction may have committed)") from exc
@@ -221,8 +215,8 @@ class PgStore(BaseStore[PgConnection]):
         with self.connection() as conn:
             self._local.depth = 1
             try:
-                conn.pipelined([*((sql, ()) for sql in _begin(names)), *statements,
-                                *((sql, ()) for sql in _commit(names))])
+                conn.pipelined([*((sql, ()) for sql in _begin_sql(names)), *statements,
+                                *((sql, ()) for sql in _commit_sql(names))])
             except BaseException:
                 _rollback(conn)
                 raise
@@ -271,7 +265,7 @@ class PgStore(BaseStore[PgConnection]):
 
     def _apply(self, conn: PgConnection, todo: Sequence[str]) -> None:
         for name in todo:
-            conn.script(_migration_sql(name))
+            conn.script(migration_sql("remd.store.postgres", name))
 
     def compact(self) -> tuple[int, int]:
         raise StoreError("compact rewrites a SQLite file; on PostgreSQL, VACUUM (autovacuum) "

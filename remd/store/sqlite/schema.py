@@ -16,6 +16,7 @@ from pathlib import Path
 import apsw
 import numpy as np
 
+from remd.store import base
 from remd.store.base import migration_names
 from remd.store.quantisation import DIM, to_int8
 
@@ -33,8 +34,7 @@ def schema_sql() -> str:
 
 def migration_sql(name: str) -> str:
     """The SQL of one named migration (remd/store/sqlite/migrations/NAME.sql)."""
-    return (resources.files("remd.store.sqlite") / "migrations" /
-    f"{name}.sql").read_text(encoding="utf-8")
+    return base.migration_sql("remd.store.sqlite", name)
 
 
 Step = Callable[[apsw.Connection], None]

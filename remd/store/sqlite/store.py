@@ -316,13 +316,8 @@ class Store(BaseStore[SqliteConnection]):
     # -- reads --------------------------------------------------------------------------
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         """Run a read and return all rows; apsw errors become StoreError."""
-        with self.connection() as conn:
-            try:
-                return conn.execute(sql, params).fetchall()
-            except apsw.Error as exc:
-                raise _wrap(exc, self.path) from exc
-            except UnicodeEncodeError as exc:  # a caller's string with a lone surrogate
-                raise InvalidInput("value is not valid UTF-8") from exc
+        with self.connection() as conn, self._translating():
+            return conn.execute(sql, params).fetchall()
 
     def exact_scan(self, namespace: str, query: Any, k: int) -> list[tuple[int, float]]:
         """(rid, cosine distance) of the k nearest of every stored vector of the namespace
