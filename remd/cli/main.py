@@ -294,7 +294,7 @@ def contradictions(c: Ctx, topic: str | None, memory_id: str | None, limit: int,
     for newer, older, weight, context in pairs:
         why = f" ({weight:g}: {context})" if context else f" ({weight:g})"
         click.echo(f"{newer.id}  {_line(newer.content)}")
-        click.echo(f"  probably updates {older.id}{why}  {_line(older.content)}")
+        click.echo(f"  {_LINK_WORDS['CONTRADICTS'][0]} {older.id}{why}  {_line(older.content)}")
 
 
 @main.command()

@@ -9,8 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from remd.errors import InvalidInput
+from remd.index.noderows import NODE_COLUMNS, from_rows
 from remd.models import Node
 from remd.query import nodes
+from remd.store import rows_in
 from remd.store.seam import Connection, Store
 from remd.text.tagging import extract_query_tags
 from remd.text.words import FUNCTION_WORDS
@@ -20,18 +22,18 @@ Pair = tuple[Node, Node, float, "str | None"]  # (newer, older, confidence, reas
 
 
 def edges(conn: Connection, namespace: str, memory_id: str | None = None
-          ) -> list[tuple[str, str, float, str | None]]:
-    """(newer id, older id, confidence, reason) of the live pairs, newest edge first;
+          ) -> list[tuple[int, int, float, str | None]]:
+    """(newer rid, older rid, confidence, reason) of the live pairs, newest edge first;
     ``memory_id``: those touching it."""
     touching = "" if memory_id is None else "AND (e.src = ? OR e.dst = ?) "
     rows: Any = conn.execute(
-        "SELECT e.src, e.dst, e.weight, e.context FROM edges e "
+        "SELECT a.rid, b.rid, e.weight, e.context FROM edges e "
         "JOIN nodes a ON a.id = e.src AND a.namespace = e.namespace AND a.status = 'live' "
         "JOIN nodes b ON b.id = e.dst AND b.namespace = e.namespace AND b.status = 'live' "
         f"WHERE e.namespace = ? AND e.type = 'CONTRADICTS' AND e.live = 1 {touching}"
         "ORDER BY e.created_at DESC, e.eid DESC",
         (namespace, *(() if memory_id is None else (memory_id, memory_id)))).fetchall()
-    return [(str(s), str(d), float(w), c) for s, d, w, c in rows]
+    return [(int(s), int(d), float(w), c) for s, d, w, c in rows]
 
 
 def about(topic: str) -> Callable[[Node], bool]:
@@ -66,11 +68,18 @@ def contradictions(store: Store, namespace: str, memory_id: str | None = None,
     keep = None if topic is None else about(topic)
     if memory_id is not None:
         nodes.get(store, namespace, memory_id)
-    with store.snapshot() as conn:
+    with store.snapshot() as conn:  # the pairs and their memories, read in one state
         found = edges(conn, namespace, memory_id)
+        if keep is None and limit is not None:
+            found = found[:limit]
+        rids = sorted({rid for newer, older, _, _ in found for rid in (newer, older)})
+        rows = list(rows_in(
+            conn, f"SELECT {NODE_COLUMNS} FROM nodes WHERE namespace = ? AND rid IN ({{marks}})",
+            rids, (namespace,)))
+        by_rid = dict(zip((int(r[0]) for r in rows), from_rows(store, rows), strict=True))
     out: list[Pair] = []
     for newer, older, weight, context in found:
-        pair = (nodes.get(store, namespace, newer), nodes.get(store, namespace, older))
+        pair = (by_rid[newer], by_rid[older])
         if keep is not None and not any(keep(n) for n in pair):
             continue
         out.append((*pair, weight, context))
