@@ -22,13 +22,17 @@ from remd.sleep.rem import ClusterOutcome
 from remd.sleep.remruns import RemRun, RunStatus
 from remd.sleep.rollback import RollbackResult
 from remd.sleep.triggers import TriggerCheck, TriggerReport
+from remd.store import BackupReport, CheckReport, Copy, backup_file, check_backup
 
 __all__ = [
     "AsyncMemory",
+    "BackupReport",
+    "CheckReport",
     "ClusterOutcome",
     "Config",
     "ConfigError",
     "Conflict",
+    "Copy",
     "DatabaseLocked",
     "FeedbackResult",
     "Edge",
@@ -54,5 +58,7 @@ __all__ = [
     "TriggerCheck",
     "TriggerReason",
     "TriggerReport",
+    "backup_file",
+    "check_backup",
     "load_config",
 ]

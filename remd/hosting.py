@@ -51,6 +51,11 @@ class EngineHost:
     def config(self) -> Config:
         return self.engine.config
 
+    @property
+    def where(self) -> str:
+        """Where the served database is, as logs may show it (a URL without its password)."""
+        return self.engine.store.where
+
     @contextlib.contextmanager
     def lease(self) -> Iterator[Engine]:
         """The current engine, kept open for the block even if a reload replaces it."""

@@ -30,13 +30,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` (the soak-like ones: many processes, kills, minutes of work) run
-    first, so that pytest-xdist, handing out tests a few at a time (``--maxschedchunk`` in
-    pyproject.toml), spreads the long ones over the workers instead of leaving one for the
-    end; tests marked ``last`` run after all the others (the routing check reads what the
-    suite sent). Every test runs."""
+    """Tests marked ``slow`` or ``soak`` (many seconds each) run first in their tier, so that
+    pytest-xdist, handing out tests a few at a time (``--maxschedchunk`` in pyproject.toml),
+    spreads the long ones over the workers instead of leaving one for the end; tests marked
+    ``last`` run after all the others (the routing check reads what the suite sent). Which
+    tier runs is pyproject.toml's ``-m 'not soak'`` (the default tier) or ``-m soak``."""
     items.sort(key=lambda item: (item.get_closest_marker("last") is not None,
-                                 item.get_closest_marker("slow") is None))
+                                 item.get_closest_marker("slow") is None
+                                 and item.get_closest_marker("soak") is None))
 
 
 @pytest.fixture(autouse=True)

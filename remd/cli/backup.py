@@ -1,12 +1,13 @@
-"""The ``remd backup`` command: an online copy of the database file (remd.store.sqlite.backup), or
-the check of one; registered on the group by :mod:`remd.cli.main`."""
+"""The ``remd backup`` command: an online copy of the database file (:func:`remd.backup_file`),
+or the check of one (:func:`remd.check_backup`); registered on the group by
+:mod:`remd.cli.main`."""
 
 from __future__ import annotations
 
 import click
 
 from remd.cli.context import Ctx, echo_json, pass_ctx
-from remd.store import Copy, backup_file, check_backup, shown
+from remd import Copy, backup_file, check_backup
 
 
 @click.command()
@@ -31,9 +32,9 @@ def backup(c: Ctx, dest: str, check: bool, force: bool, as_json: bool) -> None:
         return
     report = backup_file(c.db, dest, c.config.store, force=force)
     if as_json:
-        echo_json(report.to_dict() | {"source": shown(report.source)})
+        echo_json(report.to_dict())  # a file's path: PostgreSQL is refused with a hint
         return
-    click.echo(f"{shown(report.source)} -> {dest}: {report.pages} pages "
+    click.echo(f"{report.source} -> {dest}: {report.pages} pages "
                f"({report.bytes / 1e6:.1f} MB) in {report.seconds:.2f} s, "
                f"schema version {report.schema_version}")
     _print_namespaces(report)

@@ -4,15 +4,12 @@ to a command by :data:`pass_ctx`) and how results are printed as JSON."""
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import click
 
 from remd.config import Config, load_config
-from remd.errors import StoreError
 from remd.memory import Memory
-from remd.store import is_url
 from remd.wire import iso
 
 
@@ -32,11 +29,10 @@ class Ctx:
     def memory(self, *, create: bool = False, **kwargs: Any) -> Memory:
         """The Memory of the command. Only commands that create the file (``create``) may
         open one that does not exist: a typo in --db is an error, not a new empty file, and
-        an empty file stays empty. A bad --config is reported first."""
+        an empty file stays empty (the store says "no such database", for a missing file, an
+        empty one, or a PostgreSQL database without remd's tables). A bad --config is
+        reported first."""
         config = self.config
-        if not create and not is_url(self.db) and not os.path.exists(self.db):
-            raise StoreError(f"no such database: {self.db}")
-        # PostgreSQL or a file without remd's tables: "no such" too (the store checks)
         return Memory(self.db, self.namespace, config=config, create=create, **kwargs)
 
 

@@ -459,8 +459,17 @@ def compact(c: Ctx, as_json: bool) -> None:
     seconds = round(time.monotonic() - started, 3)
     if as_json:
         echo_json({"bytes_before": before, "bytes_after": after, "seconds": seconds})
-    else:
-        click.echo(f"{before / 1e6:.1f} MB -> {after / 1e6:.1f} MB in {seconds:.1f} s")
+        return
+    click.echo(f"{_size(before)} -> {_size(after)} in {seconds:.1f} s"
+               + (" (larger: the query planner's statistics were added to the file)"
+                  if after > before else ""))
+
+
+def _size(n: int) -> str:
+    """A file size a person reads right: kB under a megabyte, then MB, then GB."""
+    if n < 1_000_000:
+        return f"{n / 1e3:.0f} kB"
+    return f"{n / 1e6:.1f} MB" if n < 1_000_000_000 else f"{n / 1e9:.2f} GB"
 
 
 # -- the tag graph (remd.cli.tags) ----------------------------------------------------------------

@@ -57,7 +57,6 @@ from remd.sleep.rem import ClusterOutcome, run_rem, sentence_embed
 from remd.sleep.remruns import RunStatus
 from remd.sleep.synthesis import LLMSynthesiser, OfflineSynthesiser, make_synthesiser
 from remd.sleep.triggers import TriggerReport, evaluate_all
-from remd.store import shown
 from remd.text.embed import Embedder
 from remd.write.backlog import embed_pending
 
@@ -398,7 +397,7 @@ class Daemon:
             self.start()
             started = True
             freeze_heap()
-            log.info("daemon.ready", db=shown(self.db), pid=os.getpid(),
+            log.info("daemon.ready", db=self.host.where, pid=os.getpid(),
                      interval_seconds=self.config.daemon.interval_seconds,
                      http=f"{self.http.host}:{self.http.port}" if self.http else None)
             self.notifier.ready(status="watching " + self.db)

@@ -95,18 +95,19 @@ def plan_run(engine: Parts, ns: str, now: float, *, write: bool, include_held: b
     # flagged, however weak, so never clustered, folded or deprecated.
     exact = scores.exact
     allowed &= ~exact
-    candidates = [int(i) for i in np.flatnonzero(weak & old & allowed)]
-    unflagged = {"young": int((~old & ~recent & ~exact).sum()), "fresh": int(recent.sum()),
-                 "exact": int(exact.sum()),
-                 "facts": int((old & ~allowed & ~exact).sum()),
-                 "important": int((old & allowed & ~weak).sum())}
-    held = 0
-    if not include_held:
-        kept = holds.held_rids(engine, ns, now)
-        if kept:
-            before = len(candidates)
-            candidates = [i for i in candidates if int(scores.rids[i]) not in kept]
-            held = before - len(candidates)
+    # A memory a rollback holds is counted as held whatever else it is now (a restored member
+    # may have become important, or been used): "N memories held" after a rollback and the
+    # next plan's held count are the same memories, until a hold ends.
+    kept = set() if include_held else holds.held_rids(engine, ns, now)
+    held_mask = (np.isin(scores.rids, np.fromiter(kept, np.int64, len(kept))) if kept
+                 else np.zeros(len(scores), bool))
+    free = ~held_mask
+    candidates = [int(i) for i in np.flatnonzero(weak & old & allowed & free)]
+    unflagged = {"young": int((~old & ~recent & ~exact & free).sum()),
+                 "fresh": int((recent & free).sum()), "exact": int((exact & free).sum()),
+                 "facts": int((old & ~allowed & ~exact & free).sum()),
+                 "important": int((old & allowed & ~weak & free).sum())}
+    held = int(held_mask.sum())
     rids = [int(scores.rids[i]) for i in candidates]
     vectors = _vectors(engine, ns, rids)
     missing = [r for r in rids if r not in vectors]

@@ -136,7 +136,7 @@ class RemRun:
     prompt_version: str
     started_at: float
     finished_at: float | None = None
-    held: int = 0  # weak memories left unflagged because a rollback holds them
+    held: int = 0  # live memories a rollback holds back (never flagged, unless include_held)
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     plan: tuple[PlannedCluster, ...] = ()

@@ -183,7 +183,8 @@ def write_something(rng: random.Random, writer: Memory, reader: Memory, runs: li
     return op
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.soak),
+                                  pytest.param(3, marks=pytest.mark.soak)])
 @pytest.mark.slow
 def test_caches_match_sqlite_after_every_kind_of_write(pair: tuple[Memory, Memory],
                                                        seed: int) -> None:

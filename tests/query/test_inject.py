@@ -501,12 +501,23 @@ def test_node_tags_live_follows_every_status_change(tmp_path: Path) -> None:
         assert _live_mismatches(fresh) == 0
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The same 30 live memories of a tag, with and without 3,000 newer (so first in weight
     order) memories of that tag gone dead: the per-tag reads must not step over the dead ones
     (they did, row by row, before node_tags.live: 3,000 more rows per tag)."""
+    _dead_rows_skipped(tmp_path, monkeypatch, 3000)
+
+
+def test_per_tag_reads_skip_600_dead_rows(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The soak above with 600 dead memories (stepping over them would cost thousands of
+    steps more, far above the allowance)."""
+    _dead_rows_skipped(tmp_path, monkeypatch, 600)
+
+
+def _dead_rows_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dead_count: int) -> None:
     from remd.query.inject import _Injector
 
     steps: list[int] = []
@@ -521,7 +532,7 @@ def test_per_tag_reads_skip_no_dead_rows(tmp_path: Path,
     rng = np.random.default_rng(2)
     words = [f"zq{i}x" for i in range(4000)]
     work: list[int] = []
-    for dead in (0, 3000):
+    for dead in (0, dead_count):
         with Memory(tmp_path / f"d{dead}.db", embedder=None, clock=Clock()) as m:
             live = [m.save(" ".join(rng.choice(words, 6)), tags=["garden"]).id
                     for _ in range(30)]

@@ -28,7 +28,7 @@ from remd import (
     load_config,
 )
 from remd.cli.main import main
-from remd.config import LLMSettings
+from remd.config import Config, LLMSettings
 from remd.llm.client import LLMClient
 from remd.sleep.consolidate import target_tokens
 from remd.sleep.merge import synthesis_limit
@@ -371,6 +371,28 @@ def test_a_rolled_back_run_is_not_redone_until_its_hold_ends(old_memory: Memory)
     assert m.store.scalar("SELECT count(*) FROM rem_holds") == 0
     assert m.rollback(later.run_id or "", now=NOW + 31 * DAY).held == 30
     assert m.run_rem(synthesiser=KEEP_ALL, now=NOW + 32 * DAY, dry_run=True).held == 30
+
+
+def test_a_plan_counts_every_held_memory_as_the_rollback_did(old_memory: Memory,
+                                                             db_path: Path) -> None:
+    """The rollback said "30 memories held" and the next plan said fewer: a held member that
+    the plan's settings no longer call weak was counted as "important", not held. Every
+    memory a rollback holds is counted as held, whatever else it is now, on every path."""
+    from click.testing import CliRunner
+
+    from remd.cli.main import main
+
+    m = old_memory
+    run = m.run_rem(synthesiser=KEEP_ALL, now=NOW)
+    back = CliRunner().invoke(main, ["--db", str(db_path), "rollback", run.run_id or ""])
+    assert back.exit_code == 0 and "30 memories held" in back.output
+    strict = Config.model_validate({"rem": {"tau": 0.01}})  # hardly anything is weak now
+    with Memory(db_path, config=strict, clock=lambda: NOW) as other:
+        plan = other.run_rem(synthesiser=KEEP_ALL, dry_run=True)
+    assert (plan.held, plan.flagged, plan.unflagged["important"]) == (30, 0, 0)
+    dry = CliRunner().invoke(main, ["--db", str(db_path), "run-rem", "--dry-run"],
+                             env={"REMD_REM__TAU": "0.01"})
+    assert dry.exit_code == 0 and "30 held since a rollback" in dry.output
 
 
 def test_a_held_memory_that_changes_is_free_again(old_memory: Memory) -> None:

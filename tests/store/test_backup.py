@@ -58,8 +58,17 @@ def saved_ids(path: Path) -> set[str]:
         con.close()
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_backups_under_eight_writers_and_the_daemon(db_path: Path, tmp_path: Path) -> None:
+    _backups_under_writers(db_path, tmp_path, WRITERS, BACKUPS)
+
+
+def test_backups_under_two_writers_and_the_daemon(db_path: Path, tmp_path: Path) -> None:
+    """The soak above with 2 writers and 2 copies (the second through the command)."""
+    _backups_under_writers(db_path, tmp_path, 2, 2)
+
+
+def _backups_under_writers(db_path: Path, tmp_path: Path, count: int, backups: int) -> None:
     with Memory(db_path, embedder=None) as m:  # the schema, before anyone races to create it
         m.store.schema_version()
     served = Served(db_path, "--interval", "0.5", env={
@@ -69,7 +78,7 @@ def test_backups_under_eight_writers_and_the_daemon(db_path: Path, tmp_path: Pat
         "REMD_DAEMON__LOG_LEVEL": "info",
     })
     writers = [Writer(db_path, NAMESPACES[i % len(NAMESPACES)], tmp_path)
-               for i in range(WRITERS)]
+               for i in range(count)]
     try:
         served.wait_for("daemon.ready")
         deadline = time.monotonic() + 60
@@ -77,7 +86,7 @@ def test_backups_under_eight_writers_and_the_daemon(db_path: Path, tmp_path: Pat
             time.sleep(0.1)
         served.wait_for("cycle.finished", timeout=60)  # REM is consolidating under the copies
         copies = []
-        for n in range(BACKUPS):
+        for n in range(backups):
             time.sleep(0.5)  # the writers move on between copies
             dest = tmp_path / f"copy{n}.db"
             before = set().union(*(w.acknowledged() for w in writers))
@@ -101,8 +110,8 @@ def test_backups_under_eight_writers_and_the_daemon(db_path: Path, tmp_path: Pat
         code = served.stop(signal.SIGTERM)
 
     # The writers were saving all along, and saw no error.
-    assert running == [None] * WRITERS
-    assert [w.errors.read_text() for w in writers] == [""] * WRITERS
+    assert running == [None] * count
+    assert [w.errors.read_text() for w in writers] == [""] * count
     assert code == 0
     bad = [e for e in served.seen if e.get("level") in ("warning", "error", "critical")
            or e.get("event") in ("rem.failed", "tick.failed", "triggers.failed")]

@@ -81,6 +81,29 @@ def test_compact_packs_the_file_and_keeps_every_memory(db_path: Path) -> None:
         assert mem.inject("what goes to the repair shop on Quay 7?", 300).items
 
 
+def test_compact_reports_the_sizes_on_disk_and_says_why_a_file_grew(tmp_path: Path) -> None:
+    """A small new file (270 kB) printed "0.2 MB -> 0.3 MB": the size after counted the WAL
+    that ANALYZE wrote after the checkpoint, and the planner's statistics are new pages. The
+    sizes are now the file and WAL as left on disk, in kB, and a larger file says why."""
+    from click.testing import CliRunner
+
+    from remd.cli.main import main
+
+    db = tmp_path / "small.db"
+    with Memory(db, embedder=None) as mem:
+        mem.save_many([f"Note {i} about the garden shed roof and the gutters {i}"
+                       for i in range(60)])
+    on_disk = sum(p.stat().st_size for p in (db, tmp_path / "small.db-wal") if p.exists())
+    result = CliRunner().invoke(main, ["--db", str(db), "compact"])
+    assert result.exit_code == 0, result.output
+    after = sum(p.stat().st_size for p in (db, tmp_path / "small.db-wal") if p.exists())
+    before_text, after_text = result.output.split(" in ")[0].split(" -> ")
+    assert before_text == f"{on_disk / 1e3:.0f} kB" and after_text == f"{after / 1e3:.0f} kB"
+    assert after > on_disk and "planner's statistics" in result.output  # new stat tables
+    again = CliRunner().invoke(main, ["--db", str(db), "compact"])  # they are there now
+    assert again.exit_code == 0 and "larger" not in again.output
+
+
 @pytest.mark.backends
 def test_compact_on_postgresql_is_a_clear_error(mem: Memory, backend: str) -> None:
     from remd.errors import StoreError

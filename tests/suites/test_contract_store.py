@@ -82,6 +82,19 @@ def test_row9_the_same_fact_in_the_same_words_is_no_new_memory(tmp_path: Path) -
         assert m.get(first.id).status.value == "superseded"
 
 
+def test_the_same_words_of_a_note_that_is_no_fact_are_a_new_memory(tmp_path: Path) -> None:
+    """Where the same-words rule holds, as docs/python-api.md says: for fact sentences only. A
+    note said again on another day is another happening: a new memory, both live."""
+    clock = [NOW]
+    with Memory(tmp_path / "n.db", clock=lambda: clock[0]) as m:
+        first = m.save("Took the dog to the vet for her jab")
+        clock[0] += 86_400
+        again = m.save("took the dog to the vet  for her jab")
+        assert again.id != first.id and count(m) == 2
+        assert {n.status.value for n in (m.get(first.id), m.get(again.id))} == {"live"}
+        assert (again.created_at - first.created_at) == 86_400
+
+
 def test_row10_a_subtype_of_an_unknown_tag_is_not_found_and_creates_nothing(
         tmp_path: Path) -> None:
     db = tmp_path / "d.db"

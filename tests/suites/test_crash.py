@@ -1,4 +1,7 @@
-"""SIGKILL at random moments: nothing acknowledged is lost, the file stays consistent."""
+"""SIGKILL at random moments: nothing acknowledged is lost, the file stays consistent.
+
+Each soak (the soak tier, ``pytest -m soak``: the kills and rounds the issues set) has a
+small default-tier twin that runs the same code with one round or a few kills."""
 
 from __future__ import annotations
 
@@ -68,13 +71,25 @@ def _integrity(path: Path) -> str:
 
 
 @pytest.mark.parametrize("mode", ["single", "bulk"])
-@pytest.mark.slow
+@pytest.mark.soak
 def test_sigkilled_writers_lose_nothing_acknowledged(db_path: Path, mode: str) -> None:
+    _writers_killed(db_path, mode, rounds=4)
+
+
+@pytest.mark.parametrize("mode", ["single", "bulk"])
+def test_sigkilled_writers_of_one_round_lose_nothing_acknowledged(db_path: Path,
+                                                                  mode: str) -> None:
+    _writers_killed(db_path, mode, rounds=1)
+
+
+def _writers_killed(db_path: Path, mode: str, rounds: int) -> None:
+    """``rounds`` of two writer processes SIGKILLed at a random moment: every id a writer
+    printed (acknowledged) is stored, and the file is intact after each round."""
     rng = random.Random(1234)
     with Memory(db_path, embedder=None):
         pass  # create the schema once, so the children race only on writes
     acknowledged: dict[str, set[str]] = {}
-    for round_ in range(4):
+    for round_ in range(rounds):
         procs = {f"w{round_}{k}": _spawn(["tests.crash_writer", str(db_path), f"w{round_}{k}",
                                           *(["bulk"] if mode == "bulk" else [])])
                  for k in range(2)}
@@ -105,7 +120,7 @@ def test_sigkilled_writers_lose_nothing_acknowledged(db_path: Path, mode: str) -
 
 
 # -- SIGKILL during a REM cycle ------------------------------------------------------------------
-@pytest.mark.slow
+@pytest.mark.soak
 def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
         db_path: Path, tmp_path: Path) -> None:
     """24 kills of a REM run on a real file (tests/crash_rem.py has the loop and the checks):
@@ -115,6 +130,21 @@ def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
     is followed by :func:`tests.crash_rem.check`; every round ends with a run that completes
     over what the kills left, whose rollback is exact, then a rollback of every run, exact too.
     Last, a rollback whose freed rids are reused by a new memory leaves no stale vector bits."""
+    tally = _rem_killed(db_path, tmp_path, 24)
+    assert tally.kills_inside_a_write >= 5
+    # The kills after a committed cluster wait until the server is answering the next call.
+    assert tally.kills_during_llm_calls >= tally.by_mode["llm-after-cluster"] >= 5
+
+
+def test_a_few_sigkills_during_rem_lose_nothing_and_rollback_restores_exactly(
+        db_path: Path, tmp_path: Path) -> None:
+    """The soak above with 4 kills asked for (6 made: one of each mode at least)."""
+    tally = _rem_killed(db_path, tmp_path, 4)
+    assert tally.kills_inside_a_write >= 1
+    assert tally.kills_during_llm_calls >= tally.by_mode["llm-after-cluster"] >= 1
+
+
+def _rem_killed(db_path: Path, tmp_path: Path, kills: int) -> Any:
     build_db(db_path)
     server = EchoLLM(delay=0.1)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -123,18 +153,17 @@ def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
         zygote = Zygote(db_path, NOW, log)
         try:
             loop = CrashLoop(db_path, zygote, server, random.Random(7), strict=True)
-            tally = loop.run(24)
+            tally = loop.run(kills)
             loop.rid_reuse()
         finally:
             zygote.close()
             server.shutdown()
-    assert tally.kills >= 24 and not tally.failures
-    assert set(tally.by_mode) == set(MODES) and tally.kills_inside_a_write >= 5
-    # The kills after a committed cluster wait until the server is answering the next call.
-    assert tally.kills_during_llm_calls >= tally.by_mode["llm-after-cluster"] >= 5
+    assert tally.kills >= kills and not tally.failures
+    assert set(tally.by_mode) == set(MODES)
     assert tally.synthesis_nodes_checked > 0  # kills landed after clusters had committed
     assert tally.interrupted_runs_marked >= tally.runs_completed_after_crashes
     assert tally.exact_rollbacks == 2 * tally.runs_completed_after_crashes > 0
+    return tally
 
 
 def _wait_for(served: Served, event: str, timeout: float = 90.0, **match: Any) -> dict[str, Any]:
@@ -156,7 +185,7 @@ def _wait_for(served: Served, event: str, timeout: float = 90.0, **match: Any) -
     raise AssertionError(f"no {event!r} {match} within {timeout:.0f} s; last events: {last}")
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> None:
     """`remd serve`, synthesising through a slow OpenAI-compatible server, is SIGKILLed
     three times (ten on PostgreSQL) mid-cycle (just after its k-th cluster committed, with the
@@ -164,10 +193,18 @@ def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> Non
     consolidated. Every acknowledged save survives (live, or folded into an existing
     synthesis), the REM invariants hold after each kill, each restart marks the killed run
     interrupted, and the last restart finishes the cycle and stops cleanly on SIGTERM."""
+    # The PostgreSQL arm kills it ten times (the many-hosts issue's count), over more topics.
+    _daemon_killed(db_path, *((10, 30) if is_url(str(db_path)) else (3, 12)))
+
+
+def test_a_daemon_sigkilled_once_while_agents_write_loses_nothing(db_path: Path) -> None:
+    """The soak above with one kill over 6 topics."""
+    _daemon_killed(db_path, 1, 6)
+
+
+def _daemon_killed(db_path: Path, kills: int, topics: int) -> None:
     from tests.sleep.test_rem import fragments, old_lines
 
-    # The PostgreSQL arm kills it ten times (the many-hosts issue's count), over more topics.
-    kills, topics = (10, 30) if is_url(str(db_path)) else (3, 12)
     with Memory(db_path, "work", clock=lambda: NOW) as m:
         m.import_lines(old_lines(fragments(topics)))
         base = Baseline.of(m)

@@ -1,6 +1,7 @@
 """The documentation stays true: every page is linked from the README, every relative link and
 #anchor resolves, every `remd` command and option is on the CLI page, and the code blocks of
-the README and docs run as written.
+the README and docs run as written (the soak tier: each page's blocks take seconds to
+minutes).
 
 A fenced block tagged ```sh, ```bash or ```python runs, in order within its page, in a fresh
 directory of its own (HOME is that directory, no REMD_* variable is set, the venv's bin first on
@@ -184,7 +185,7 @@ RUNNABLE = {page: [b for b in blocks(page) if b.lang in RUN and b.not_run is Non
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if RUNNABLE[p]], ids=_name)
-@pytest.mark.slow
+@pytest.mark.soak
 def test_code_blocks_run(page: Path, tmp_path: Path) -> None:
     for block in RUNNABLE[page]:
         argv = ([sys.executable, "-c", block.code] if block.lang == "python"
@@ -200,3 +201,40 @@ def test_code_blocks_run(page: Path, tmp_path: Path) -> None:
                          ids=lambda b: b.id)
 def test_blocks_marked_not_run(block: Block) -> None:
     pytest.skip(f"{block.id} not run: {block.not_run}")
+
+
+def _signature(name: str, fn: object) -> str:
+    """``name(a, b=1, *, c=None)`` as docs/python-api.md writes a method (defaults as Python
+    writes them, strings in double quotes, the clock as ``time.time``)."""
+    import inspect
+
+    parts: list[str] = []
+    star = False
+    for p in list(inspect.signature(fn).parameters.values())[1:]:  # type: ignore[arg-type]
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        if p.default is p.empty:
+            parts.append(p.name)
+            continue
+        default = p.default
+        shown = ("time.time" if getattr(default, "__name__", "") == "time"
+                 else f'"{default}"' if isinstance(default, str) else repr(default))
+        parts.append(f"{p.name}={shown}")
+    return f"{name}({', '.join(parts)})"
+
+
+def test_every_memory_method_is_on_the_python_api_page_with_its_signature() -> None:
+    """docs/python-api.md shows every public method of Memory with every parameter and its
+    default, so a keyword (``clock=``, ``dated=``) can't be added without being documented."""
+    import inspect
+
+    from remd import Memory
+
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    flat = " ".join(page.split())  # a signature may wrap across lines
+    missing = [_signature("Memory" if name == "__init__" else name, fn)
+               for name, fn in inspect.getmembers(Memory, predicate=inspect.isfunction)
+               if (not name.startswith("_") or name == "__init__")
+               and _signature("Memory" if name == "__init__" else name, fn) not in flat]
+    assert missing == []

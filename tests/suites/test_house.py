@@ -190,6 +190,16 @@ def test_the_store_is_sealed() -> None:
     assert wrong == []
 
 
+def test_front_ends_and_the_daemon_never_import_the_store() -> None:
+    """The CLI, HTTP, MCP and the daemon reach the database through the library (``Memory``,
+    the engine they hold, ``remd.backup_file``/``check_backup``, a store's ``where``), never
+    through ``remd.store`` itself."""
+    wrong = [f"{name} -> {target}" for name, targets in GRAPH.items()
+             if _group(name) in ("cli", "http", "mcp", "service")
+             for target in targets if _group(target) == "store"]
+    assert wrong == []
+
+
 def test_dialects_stay_in_the_store() -> None:
     """No module outside remd/store asks which database it is on."""
     wrong = [name for name, path in MODULES.items() if _group(name) != "store"

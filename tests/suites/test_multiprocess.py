@@ -1,6 +1,7 @@
 """Many processes, one file: `remd serve` consolidating while 8 agent processes save, inject
 and give feedback through their own Memory. Zero errors anywhere, every saved memory still
-there (live, superseded or folded into a synthesis), and an intact file."""
+there (live, superseded or folded into a synthesis), and an intact file. The soak tier runs 8
+agents for 4 REM runs; the default tier the same code with 2 agents and 2 runs."""
 
 from __future__ import annotations
 
@@ -36,15 +37,16 @@ class Agents:
     """AGENTS processes of tests/agent_proc.py on ``db``, agent i in ``namespaces[i % n]``,
     working until :meth:`finish` (or OPS, or the deadline)."""
 
-    def __init__(self, db: Path | str, namespaces: tuple[str, ...], where: Path) -> None:
-        self.outs = [where / f"agent{i}.json" for i in range(AGENTS)]
+    def __init__(self, db: Path | str, namespaces: tuple[str, ...], where: Path,
+                 count: int = AGENTS) -> None:
+        self.outs = [where / f"agent{i}.json" for i in range(count)]
         self.stop_file = where / "stop"
         self.procs = [subprocess.Popen(
             [sys.executable, "-m", "tests.agent_proc", str(db),
              namespaces[i % len(namespaces)], str(i), str(OPS), str(DEADLINE_SECONDS),
              str(self.stop_file), str(self.outs[i])],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-            env={**os.environ, "OMP_NUM_THREADS": "1"}) for i in range(AGENTS)]
+            env={**os.environ, "OMP_NUM_THREADS": "1"}) for i in range(count)]
 
     def running(self) -> bool:
         return any(p.poll() is None for p in self.procs)
@@ -72,8 +74,16 @@ class Agents:
         return [json.loads(out.read_text()) for out in self.outs]
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -> None:
+    _share_one_file(db_path, tmp_path, AGENTS, CYCLES)
+
+
+def test_daemon_and_two_agents_share_one_file(db_path: Path, tmp_path: Path) -> None:
+    _share_one_file(db_path, tmp_path, 2, 2)
+
+
+def _share_one_file(db_path: Path, tmp_path: Path, count: int, cycles: int) -> None:
     with Memory(db_path, embedder=None) as m:  # the schema, before anyone races to create it
         m.store.schema_version()
     served = Served(db_path, "--interval", "0.5", "--http", "127.0.0.1:0", env={
@@ -85,10 +95,10 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
     port = served.wait_for("http.listening")["port"]
     served.wait_for("daemon.ready")
 
-    agents = Agents(db_path, ("beta", "alpha"), tmp_path)
-    # The agents keep saving and injecting until the daemon has consolidated CYCLES times
+    agents = Agents(db_path, ("beta", "alpha"), tmp_path, count)
+    # The agents keep saving and injecting until the daemon has consolidated ``cycles`` times
     # under them (or they reach OPS).
-    agents.work_until([served], CYCLES)
+    agents.work_until([served], cycles)
     results = agents.finish()
 
     # The scheduler is still alive after the storm: one more trigger evaluation, then a clean
@@ -101,7 +111,7 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
     assert served.stop(signal.SIGTERM) == 0
 
     # Zero errors in any process.
-    assert [r["errors"] for r in results] == [[]] * AGENTS
+    assert [r["errors"] for r in results] == [[]] * count
     # (http.no_token: this loopback server has no token on purpose, and says so at start)
     bad = [e for e in served.seen if (e.get("level") in ("warning", "error", "critical")
                                       and e.get("event") != "http.no_token")
@@ -112,7 +122,7 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
     # Every saved memory is present: live, superseded by a newer fact, or deprecated into a
     # synthesis node that exists (following chains, since syntheses get consolidated too).
     saved = [i for r in results for i in r["saved"]]
-    assert len(saved) >= AGENTS * 6
+    assert len(saved) >= count * 6
     con = sqlite3.connect(db_path)
     rows = {r[0]: r[1:] for r in con.execute(
         "SELECT id, status, deprecated_by, namespace, kind FROM nodes")}
@@ -136,7 +146,7 @@ def test_daemon_and_eight_agents_share_one_file(db_path: Path, tmp_path: Path) -
                        "ORDER BY started_at, rowid").fetchall()
     assert {s for _, s, _ in runs[:-1]} <= {"completed"}, runs
     assert runs[-1][1] in ("completed", "interrupted"), runs
-    assert len(runs) >= CYCLES and {ns for ns, _, _ in runs} == {"alpha", "beta"}
+    assert len(runs) >= cycles and {ns for ns, _, _ in runs} == {"alpha", "beta"}
     assert sum(n for _, _, n in runs) > 0
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     con.close()

@@ -1,5 +1,6 @@
 """Many hosts on one PostgreSQL database: 8 agent processes and 2 `remd serve` daemons (as if
-on different machines) for a bounded time, REM running again and again.
+on different machines) for a bounded time, REM running again and again (the soak tier; the
+default tier runs the same code with 2 agents until 3 runs).
 
 Zero errors anywhere; every acknowledged memory present (live, superseded, or folded into a
 synthesis that exists); both daemons consolidated; and no namespace was ever consolidated by
@@ -32,9 +33,18 @@ def _daemon(url: str) -> Served:
     })
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
                                                          tmp_path: Path) -> None:
+    _share_one_database(pg_server, tmp_path, AGENTS, CYCLES)
+
+
+def test_two_agents_and_two_daemons_share_one_database(pg_server: PgServer,
+                                                       tmp_path: Path) -> None:
+    _share_one_database(pg_server, tmp_path, 2, 3)
+
+
+def _share_one_database(pg_server: PgServer, tmp_path: Path, count: int, cycles: int) -> None:
     url = pg_server.fresh_url()
     with Memory(url, embedder=None) as m:  # the schema, before anyone races to create it
         m.store.schema_version()
@@ -44,8 +54,8 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
         d.wait_for("daemon.ready")
         pids.append(d.proc.pid)
 
-    agents = Agents(url, NAMESPACES, tmp_path)
-    agents.work_until(daemons, CYCLES)
+    agents = Agents(url, NAMESPACES[:count], tmp_path, count)
+    agents.work_until(daemons, cycles)
     results = agents.finish()
     for d in daemons:
         while not d.events.empty():
@@ -55,7 +65,7 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
 
     # Zero errors in any process (a daemon finding a namespace claimed by the other logs
     # rem.busy at info: that is the sharing working, not an error).
-    assert [r["errors"] for r in results] == [[]] * AGENTS
+    assert [r["errors"] for r in results] == [[]] * count
     for d in daemons:
         bad = [e for e in d.seen if e.get("level") in ("warning", "error", "critical")
                or e.get("event") in ("rem.failed", "tick.failed", "triggers.failed")]
@@ -69,7 +79,7 @@ def test_eight_agents_and_two_daemons_share_one_database(pg_server: PgServer,
         runs = q("SELECT namespace, status, started_at, finished_at, synthesised "
                  "FROM rem_runs ORDER BY namespace, started_at")
     saved = [i for r in results for i in r["saved"]]
-    assert len(saved) >= AGENTS * 6
+    assert len(saved) >= count * 6
     for node_id in saved:  # every acknowledged memory is there, or folded into one that is
         status, by, _ = rows[node_id]
         seen = {node_id}
