@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import click
 
-from remd.cli.context import Ctx, echo_json, pass_ctx
 from remd import Copy, backup_file, check_backup
+from remd.cli.context import Ctx, echo_json, pass_ctx
 
 
 @click.command()
