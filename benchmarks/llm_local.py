@@ -45,6 +45,10 @@ MODELS = {
 CMAKE_FLAGS = ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF",
                "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
                "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_OPENSSL=OFF", "-DBUILD_SHARED_LIBS=OFF"]
+# Portable by default: any x86-64 CPU with AVX2 (2013 on). A native build (-march=native) of
+# an AVX-512/AMX host died with SIGILL on another host; --native asks for one.
+PORTABLE = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON",
+            "-DGGML_F16C=ON", "-DGGML_AVX512=OFF"]
 INDEX = "https://pypi.org/simple/{}/"
 
 
@@ -72,7 +76,7 @@ def fetch_sdist(cache: Path) -> Path:
     return target
 
 
-def build_server(cache: Path, jobs: int) -> Path:
+def build_server(cache: Path, jobs: int, *, native: bool = False) -> Path:
     server = cache / "build" / "bin" / "llama-server"
     if server.exists():
         return server
@@ -87,7 +91,8 @@ def build_server(cache: Path, jobs: int) -> Path:
     build = cache / "build"
     build.mkdir(exist_ok=True)
     _say(f"building llama-server from {root} (about 20 min on 2 cores)")
-    subprocess.run(["cmake", str(root), *CMAKE_FLAGS], cwd=build, check=True)
+    flags = [*CMAKE_FLAGS, *([] if native else PORTABLE)]
+    subprocess.run(["cmake", str(root), *flags], cwd=build, check=True)
     subprocess.run(["cmake", "--build", ".", "--target", "llama-server", "-j", str(jobs)],
                    cwd=build, check=True)
     return server
@@ -177,10 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--jobs", type=int, default=1, help="build jobs (cmake -j)")
+    parser.add_argument("--native", action="store_true",
+                        help="build for this CPU only (-march=native); default: portable")
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     if args.action == "setup":
-        print(build_server(args.cache, args.jobs))
+        print(build_server(args.cache, args.jobs, native=args.native))
         print(assemble_model(args.cache, args.model))
     elif args.action == "start":
         print(start(args.cache, args.model, args.port, args.threads, args.ctx))

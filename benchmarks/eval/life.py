@@ -184,6 +184,18 @@ def life(days: int = DAYS, seed: int = SEED) -> tuple[list[Save], list[Question]
     return saves, questions
 
 
+def update_pairs(days: int = DAYS, seed: int = SEED) -> tuple[list[str], set[tuple[str, str]]]:
+    """The texts of :func:`life`'s saves in save order, and its update pairs: each saying of a
+    changed fact's value with each saying of a later value of it (what
+    ``benchmarks.eval.update_pairs --sets life`` fits and scores)."""
+    saves, _ = life(days, seed)
+    said = {s.text for s in saves}
+    pairs = {(old, new) for change in CHANGES for k, state in enumerate(change.states)
+             for later in change.states[k + 1:] for old in state.sayings
+             for new in later.sayings if old in said and new in said}
+    return [s.text for s in saves], pairs
+
+
 _HOURS = {"am": (7.0, 9.8), "work": (10.0, 17.8), "pm": (18.0, 23.3), "weekend": (9.5, 22.0)}
 
 

@@ -299,3 +299,15 @@ def test_recorded_results_print_back_as_they_were_printed(
     assert report.render(json.loads(json.dumps(blocks, allow_nan=False))) == printed
     results = {"machine": "m", "seconds": 1.4, "sections": rec.sections}
     assert tables.text(results) == f"remd evaluation — m\n\n{printed}\n(total 1 s)\n"
+
+
+def test_update_pairs_reads_the_simulated_lifes_pairs() -> None:
+    """``update_pairs --sets life`` called a function that did not exist."""
+    from benchmarks.eval import life, update_pairs
+
+    order, pairs = update_pairs.statements("life")
+    assert order and pairs and {t for pair in pairs for t in pair} <= set(order)
+    change = life.CHANGES[0]  # its first value's sayings are updated by its second value's
+    said = set(order)
+    assert {(a, b) for a in change.states[0].sayings for b in change.states[1].sayings
+            if a in said and b in said} <= pairs
