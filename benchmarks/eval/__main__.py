@@ -13,7 +13,9 @@ updates with varied phrasing), ``memorylens`` (memorylens-bench 0.4.0 with remd 
 (forty personal memories: the right one first at 40 tokens, tokens used with the relevance
 floor, nothing stale), ``truth`` (everyday updates, fact edits, no-loss consolidation and a
 simulated life against the truth issue's targets: benchmarks/eval/truth.py), ``llm`` (the update
-judge, tagging and REM beside a real model given by ``--llm-url``: benchmarks/eval/llm_eval.py).
+judge, tagging and REM beside a real model given by ``--llm-url``: benchmarks/eval/llm_eval.py),
+``answers`` (a reader model given by ``--llm-url`` answers from remd's pack and the baselines':
+right, stale and unknown answers; benchmarks/eval/answers.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from benchmarks.eval.report import Recorder, machine_line
 from remd.logs import configure_logging
 
-SECTIONS = ("locomo", "drift", "memorylens", "rem", "personal", "truth", "llm")
+SECTIONS = ("locomo", "drift", "memorylens", "rem", "personal", "truth", "llm", "answers")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -67,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm-model", default="local", help="llm section: the model name")
     ap.add_argument("--llm-parts", nargs="+", choices=["judge", "tagging", "rem"],
                     default=["judge", "tagging", "rem"], help="llm section: which parts")
+    ap.add_argument("--answers-sets", nargs="*", default=None, metavar="NAME",
+                    help="answers section: these everyday sets (default: every v* set)")
+    ap.add_argument("--answers-locomo", type=int, default=1, metavar="N",
+                    help="answers section: N LoCoMo questions of each category 1-4 per "
+                         "conversation (0: none)")
     ap.add_argument("--json", type=Path, default=None, metavar="PATH",
                     help="also write each section's results here as JSON (its text and its "
                          "tables' rows); python -m benchmarks.eval.tables PATH prints them again")
@@ -83,10 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         with recorder.section(name) if recorder else contextlib.nullcontext():
             run()
 
-    if "locomo" in args.only or "rem" in args.only:
+    convs: list[object] = []
+    if "locomo" in args.only or "rem" in args.only or (
+            "answers" in args.only and args.answers_locomo and args.llm_url):
         from benchmarks.eval import sections
 
-        convs = sections.load_locomo(args)
+        convs = list(sections.load_locomo(args))
         if "locomo" in args.only:
             section("locomo", lambda: sections.locomo_section(args, convs))
         if "rem" in args.only:
@@ -112,10 +121,21 @@ def main(argv: list[str] | None = None) -> int:
 
         section("llm", lambda: llm_eval.section(args.llm_url, args.llm_model,
                                                 tuple(args.llm_parts)))
+    if "answers" in args.only:
+        from benchmarks.eval import answers
+
+        section("answers", lambda: answers.section(
+            args.llm_url, args.llm_model, sets=args.answers_sets,
+            locomo_convs=convs if args.answers_locomo else (),
+            per_category=args.answers_locomo))
     total = time.perf_counter() - t0
     print(f"\n(total {total:.0f} s)")
     if recorder is not None:
+        given = sys.argv[1:] if argv is None else argv
+        command = " ".join(["python -m benchmarks.eval",
+                            *(a for a in given if a != str(args.json) and a != "--json")])
         args.json.write_text(json.dumps({"machine": machine, "seconds": total,
+                                         "command": command,
                                          "sections": recorder.sections}, indent=1,
                                         ensure_ascii=False) + "\n", encoding="utf-8")
     return 0

@@ -59,6 +59,8 @@ class Item:
     stale: tuple[str, ...] = ()  # updates
     answers: tuple[str, ...] = ()  # controls
     voice: int = 0
+    accept: tuple[str, ...] = ()  # updates: other forms of the current value an answer may use
+    answer_date: str = ""  # a "date" control: the day asked for (YYYY-MM-DD)
 
 
 @dataclass(frozen=True)
@@ -82,10 +84,12 @@ def _steps(raw: list[dict[str, Any]]) -> tuple[Step, ...]:
 def load(path: Path | str) -> EverydaySet:
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
     ups = tuple(Item(kind=u["kind"], steps=_steps(u["steps"]), question=u["question"],
-                     current=u["current"], stale=tuple(u["stale"]), voice=u.get("voice", 0))
+                     current=u["current"], stale=tuple(u["stale"]), voice=u.get("voice", 0),
+                     accept=tuple(u.get("accept", ())))
                 for u in raw["updates"])
     ctl = tuple(Item(kind=c["kind"], steps=_steps(c["steps"]), question=c["question"],
-                     answers=tuple(c["answers"]), voice=c.get("voice", 0))
+                     answers=tuple(c["answers"]), voice=c.get("voice", 0),
+                     answer_date=c.get("answer_date", ""))
                 for c in raw["controls"])
     return EverydaySet(raw["name"], raw.get("about", ""), ups, ctl, _steps(raw["unrelated"]))
 
@@ -107,7 +111,8 @@ def problems(s: EverydaySet) -> list[str]:
     for i, u in enumerate(s.updates):
         last = u.steps[-1].text.lower()
         cur = u.current.lower()
-        if cur not in last:
+        computed = u.kind == "delta" and not any(cur in t for t, _ in owner)
+        if cur not in last and not computed:  # a delta's result may be said nowhere
             out.append(f"{u.question!r}: current {u.current!r} not in the last step")
         others = [t for t, o in owner if o != i and cur in t]
         if others:
@@ -227,6 +232,37 @@ def _decisions(mem: Memory, s: EverydaySet, ids: dict[str, int], res: Result) ->
         res.false_pairs.append((kind, texts.get(dst, dst)[:70], texts.get(src, src)[:70]))
 
 
+def saves(s: EverydaySet) -> list[tuple[float, str, int]]:
+    """(day, text, owner) of every text in time order: owner is the item's index (updates,
+    then controls) or -1 for an unrelated one."""
+    out: list[tuple[float, str, int]] = []
+    for i, it in enumerate([*s.updates, *s.controls]):
+        out += [(st.day, st.text, i) for st in it.steps]
+    out += [(u.day, u.text, -1) for u in s.unrelated]
+    return sorted(out, key=lambda x: x[0])
+
+
+def build(mem: Memory, s: EverydaySet, now: list[float], rem: list[dict[str, int]] | None = None,
+          *, rem_mid: bool = True) -> dict[str, int]:
+    """Save every text at its day (``now[0]`` is the Memory's clock), with one REM run at day
+    :data:`REM_MID` (unless not ``rem_mid``); node id -> owner (see :func:`saves`)."""
+    ids: dict[str, int] = {}
+    rem_done = not rem_mid
+    for day, text, owner in saves(s):
+        if not rem_done and day >= REM_MID:
+            made = _rem(mem, START + REM_MID * DAY)
+            if rem is not None:
+                rem.append(made)
+            rem_done = True
+        now[0] = START + day * DAY
+        ids[mem.save(text).id] = owner
+    if not rem_done:
+        made = _rem(mem, START + REM_MID * DAY)
+        if rem is not None:
+            rem.append(made)
+    return ids
+
+
 def run(s: EverydaySet, workdir: Path | None = None) -> Result:
     bad = problems(s)
     if bad:
@@ -234,23 +270,9 @@ def run(s: EverydaySet, workdir: Path | None = None) -> Result:
     workdir = workdir or Path(tempfile.mkdtemp(prefix="remd-everyday-"))
     res = Result(s.name, [Asked(u.question, u.kind) for u in s.updates],
                  [Asked(c.question, c.kind) for c in s.controls])
-    saves: list[tuple[float, str, int]] = []
-    for i, it in enumerate([*s.updates, *s.controls]):
-        saves += [(st.day, st.text, i) for st in it.steps]
-    saves += [(u.day, u.text, -1) for u in s.unrelated]
-    saves.sort(key=lambda x: x[0])
     now = [START]
-    ids: dict[str, int] = {}
     with Memory(workdir / f"{s.name}.db", clock=lambda: now[0]) as mem:
-        rem_done = False
-        for day, text, owner in saves:
-            if not rem_done and day >= REM_MID:
-                res.rem.append(_rem(mem, START + REM_MID * DAY))
-                rem_done = True
-            now[0] = START + day * DAY
-            ids[mem.save(text).id] = owner
-        if not rem_done:
-            res.rem.append(_rem(mem, START + REM_MID * DAY))
+        ids = build(mem, s, now, res.rem)
         now[0] = START + ASK_DAY * DAY
         _ask(mem, s, PHASES[0], res)
         res.rem.append(_rem(mem, START + REM_END * DAY))

@@ -238,3 +238,38 @@ def test_every_memory_method_is_on_the_python_api_page_with_its_signature() -> N
                if (not name.startswith("_") or name == "__init__")
                and _signature("Memory" if name == "__init__" else name, fn) not in flat]
     assert missing == []
+
+
+def test_a_marked_block_is_written_from_its_results_file(tmp_path: Path) -> None:
+    """benchmarks/eval/docs.py fills a marked block with the table a run recorded, and says
+    when the docs no longer agree with the file."""
+    import json
+
+    from benchmarks.eval import docs as tables
+
+    results = tmp_path / "run.json"
+    results.write_text(json.dumps({"machine": "2026-11-28, x86_64, 2 cores", "seconds": 12.0,
+                                   "command": "python -m benchmarks.eval --only personal",
+                                   "sections": {"personal": {"blocks": [
+                                       {"text": "Personal memories\n"},
+                                       {"table": {"header": ["a", "b"], "rows": [["x", 1.5]],
+                                                  "align": ["l", "r"]}}]}}}))
+    page = tmp_path / "page.md"
+    page.write_text(f"# T\n\n<!-- results: {results} machine -->\n<!-- /results -->\n\n"
+                    f"<!-- results: {results} personal 0 -->\nold\n<!-- /results -->\n")
+    assert len(tables.differences((page,))) == 2
+    assert tables.write((page,)) == 2 and tables.differences((page,)) == []
+    text = page.read_text()
+    assert "| x | 1.500 |" in text and "12 s" in text and "--only personal" in text
+    page.write_text(text.replace("| x | 1.500 |", "| x | 1.600 |"))
+    assert tables.differences((page,)) == [f"{page}: {results} personal 0"]
+
+
+def test_the_docs_tables_agree_with_the_recorded_results() -> None:
+    """Every evaluation table of docs/evaluation.md (and the marked ones elsewhere) is the one
+    its results file in benchmarks/results/ recorded (`python -m benchmarks.eval.docs`)."""
+    from benchmarks.eval import docs as tables
+
+    marked = [b for page in tables.PAGES for b in tables.blocks(page)]
+    assert any(b.page.name == "evaluation.md" for b in marked)
+    assert tables.differences() == []
