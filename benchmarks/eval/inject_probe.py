@@ -21,6 +21,8 @@ the budget cut / never a candidate, per category and budget, and lists missed qu
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import sys
 import tempfile
@@ -35,7 +37,7 @@ import apsw
 
 from benchmarks.eval import baselines, locomo
 from benchmarks.eval.locomo_run import RemdSubject, fresh_db
-from benchmarks.eval.report import mean, table
+from benchmarks.eval.report import Recorder, machine_line, mean, table
 from remd import Config, Memory
 from remd.config import InjectConfig
 from remd.query import packer
@@ -267,11 +269,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="LoCoMo categories whose misses --diagnose lists (1 multi-hop, "
                          "2 temporal, 3 open-domain, 4 single-hop)")
     ap.add_argument("--dates", choices=["real", "ingest"], default="real")
+    ap.add_argument("--json", type=Path, default=None, metavar="PATH",
+                    help="also write the printed tables here (benchmarks.eval.tables reads it)")
     ap.add_argument("--cache", type=Path,
                     default=Path(tempfile.gettempdir()) / "remd-eval-cache" / "minilm.npz")
     args = ap.parse_args(argv)
     for spec in args.variants:  # a typo stops here, not after the ingestion
         parse_variant(spec)
+    started = time.perf_counter()
     convs = locomo.load(args.data)
     pick = args.conversations or ((0, 1) if args.quick else None)
     if pick is not None:
@@ -291,6 +296,23 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         subject.close()
         workdir.cleanup()
+    recorder = Recorder() if args.json else None
+    with recorder.section("probe") if recorder else contextlib.nullcontext():
+        _report(tallies, args, examples)
+    if recorder is not None:
+        given = sys.argv[1:] if argv is None else argv
+        command = " ".join(["python -m benchmarks.eval.inject_probe",
+                            *(a for a in given if a not in (str(args.json), "--json"))])
+        results = {"machine": machine_line(), "seconds": time.perf_counter() - started,
+                   "command": command, "sections": recorder.sections}
+        args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n",
+                             encoding="utf-8")
+    print(f"\n{len(convs)} conversations; {math.fsum(len(locomo.scored(c.qa)) for c in convs):.0f}"
+          " scored QA (categories 1-4)", file=sys.stderr)
+    return 0
+
+
+def _report(tallies: dict[str, Any], args: argparse.Namespace, examples: list[str]) -> None:
     rows = []
     for name, t in tallies.items():
         head = [mean([x for c in (1, 2, 3, 4) for x in t.recall[(c, b)]]) for b in BUDGETS]
@@ -315,9 +337,6 @@ def main(argv: list[str] | None = None) -> int:
         print("\nExamples (misses of categories " + ", ".join(map(str, args.examples)) + "):\n")
         for line in examples:
             print(f"- {line}")
-    print(f"\n{len(convs)} conversations; {math.fsum(len(locomo.scored(c.qa)) for c in convs):.0f}"
-          " scored QA (categories 1-4)", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":
