@@ -32,7 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.eval.report import machine_line
+from benchmarks.eval.report import machine_line, table
 from remd import Memory
 from remd.config import load_config
 from remd.logs import capture_events
@@ -62,7 +62,7 @@ def judge_part(url: str, model: str, work: Path) -> dict[str, Any]:
     data = json.loads((DATA / "llm_pairs.json").read_text())
     out: Counter[str] = Counter()
     answers: Counter[str] = Counter()
-    rows: list[str] = []
+    rows: list[list[object]] = []
     config = _config(url, model, updates={"llm": True})
     for i, pair in enumerate(data["pairs"]):
         clock = _Clock(START)
@@ -94,8 +94,8 @@ def judge_part(url: str, model: str, work: Path) -> dict[str, Any]:
             out["non_updates"] += 1
             out["false_superseded"] += len(superseded)
             out["false_contradicts"] += len(contradicted)
-        rows.append(f"| {'update' if pair['update'] else 'other'} | {pair['old']} | "
-                    f"{pair['new']} | {len(superseded)} | {len(contradicted)} |")
+        rows.append(["update" if pair["update"] else "other", pair["old"], pair["new"],
+                     len(superseded), len(contradicted)])
     return {"counts": dict(out), "answers": dict(answers), "rows": rows}
 
 
@@ -192,33 +192,27 @@ def section(url: str | None, model: str = "local", parts: tuple[str, ...] = (
             t0 = time.perf_counter()
             j = judge_part(url, model, work)
             c = j["counts"]
-            print("| update judge | value |\n| --- | --- |")
-            print(f"| real updates recognised (superseded or ranked after the newer) | "
-                  f"{c.get('recognised', 0)} / {c.get('updates', 0)} "
-                  f"({c.get('superseded', 0)} superseded) |")
-            print(f"| false supersessions (non-update namespaces, every older memory) | "
-                  f"{c.get('false_superseded', 0)} |")
-            print(f"| false CONTRADICTS | {c.get('false_contradicts', 0)} |")
-            print(f"| the model's answers | {json.dumps(j['answers'])} |")
-            print(f"| seconds | {time.perf_counter() - t0:.0f} |\n")
-            print("| kind | older | newer | superseded | contradicted |\n| --- | --- | --- | "
-                  "--- | --- |")
-            print("\n".join(j["rows"]) + "\n")
+            print(table(["update judge", "value"], [
+                ["real updates recognised (superseded or ranked after the newer)",
+                 f"{c.get('recognised', 0)} / {c.get('updates', 0)} "
+                 f"({c.get('superseded', 0)} superseded)"],
+                ["false supersessions (non-update namespaces, every older memory)",
+                 c.get("false_superseded", 0)],
+                ["false CONTRADICTS", c.get("false_contradicts", 0)],
+                ["the model's answers", json.dumps(j["answers"])],
+                ["seconds", f"{time.perf_counter() - t0:.0f}"]], ["l", "l"]) + "\n")
+            print(table(["kind", "older", "newer", "superseded", "contradicted"], j["rows"],
+                        ["l", "l", "l", "r", "r"]) + "\n")
             results["judge"] = j
         if "tagging" in parts:
             t = tagging_part(url, model, work)
-            print("| tagging | value |\n| --- | --- |")
-            for k, v in t.items():
-                print(f"| {k} | {v} |")
-            print()
+            print(table(["tagging", "value"], [[k, v] for k, v in t.items()], ["l", "l"]) + "\n")
             results["tagging"] = t
         if "rem" in parts:
             r = rem_part(url, model, work)
-            print("| REM with the model's synthesiser | value |\n| --- | --- |")
-            for k, v in r.items():
-                if k != "syntheses":
-                    print(f"| {k} | {json.dumps(v) if isinstance(v, dict) else v} |")
-            print()
+            print(table(["REM with the model's synthesiser", "value"],
+                        [[k, json.dumps(v) if isinstance(v, dict) else v]
+                         for k, v in r.items() if k != "syntheses"], ["l", "l"]) + "\n")
             for text in r["syntheses"]:
                 print(f"- {text}")
             print()
