@@ -261,7 +261,7 @@ def test_bit_knn_matches_exact_cosine_on_real_embeddings(db_path: Path) -> None:
     words = ("garden kitchen train budget doctor guitar ocean python coffee winter election "
              "museum football recipe laptop violin desert hospital river festival")
     vocab = words.split()
-    texts = [" ".join(rng.choice(vocab, size=6)) + f" note {i}" for i in range(400)]
+    texts = [" ".join(rng.choice(vocab, size=6)) + f" note {i}" for i in range(240)]
     with Memory(db_path) as m:
         m.save_many(texts)
         embedder = m.embedder

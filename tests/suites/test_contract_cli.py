@@ -86,8 +86,8 @@ def test_serve_interval_refuses_huge_and_non_finite_values(db_path: Path, value:
 @pytest.mark.parametrize("args", [["export"], ["recent", "-n", "2000"]])
 @pytest.mark.slow
 def test_a_closed_stdout_pipe_ends_quietly(db_path: Path, args: list[str]) -> None:
-    with Memory(db_path, embedder=None) as m:  # ~1 MB of output: far more than a pipe holds
-        m.save_many([f"note {i}: " + "lorem ipsum dolor " * 25 for i in range(1500)],
+    with Memory(db_path, embedder=None) as m:  # ~0.5 MB of output: far more than a pipe holds
+        m.save_many([f"note {i}: " + "lorem ipsum dolor " * 25 for i in range(700)],
                     embed=False)
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMD_")}
     with subprocess.Popen([*REMD, "--db", str(db_path), *args], stdout=subprocess.PIPE,

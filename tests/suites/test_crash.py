@@ -131,17 +131,17 @@ def test_sigkill_during_rem_loses_nothing_and_rollback_restores_exactly(
     over what the kills left, whose rollback is exact, then a rollback of every run, exact too.
     Last, a rollback whose freed rids are reused by a new memory leaves no stale vector bits."""
     tally = _rem_killed(db_path, tmp_path, 24)
-    assert tally.kills_inside_a_write >= 5
+    assert set(tally.by_mode) == set(MODES) and tally.kills_inside_a_write >= 5
     # The kills after a committed cluster wait until the server is answering the next call.
     assert tally.kills_during_llm_calls >= tally.by_mode["llm-after-cluster"] >= 5
 
 
 def test_a_few_sigkills_during_rem_lose_nothing_and_rollback_restores_exactly(
         db_path: Path, tmp_path: Path) -> None:
-    """The soak above with 4 kills asked for (6 made: one of each mode at least)."""
-    tally = _rem_killed(db_path, tmp_path, 4)
-    assert tally.kills_inside_a_write >= 1
-    assert tally.kills_during_llm_calls >= tally.by_mode["llm-after-cluster"] >= 1
+    """The soak above with 2 kills asked for (3 made: at a random moment, inside a cluster's
+    write transaction, during a model call; the soak has every mode, many times)."""
+    tally = _rem_killed(db_path, tmp_path, 2)
+    assert tally.kills_inside_a_write >= 1 and tally.by_mode["llm-random"] >= 1
 
 
 def _rem_killed(db_path: Path, tmp_path: Path, kills: int) -> Any:
@@ -159,7 +159,7 @@ def _rem_killed(db_path: Path, tmp_path: Path, kills: int) -> Any:
             zygote.close()
             server.shutdown()
     assert tally.kills >= kills and not tally.failures
-    assert set(tally.by_mode) == set(MODES)
+    assert set(tally.by_mode) <= set(MODES)
     assert tally.synthesis_nodes_checked > 0  # kills landed after clusters had committed
     assert tally.interrupted_runs_marked >= tally.runs_completed_after_crashes
     assert tally.exact_rollbacks == 2 * tally.runs_completed_after_crashes > 0
@@ -197,6 +197,7 @@ def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> Non
     _daemon_killed(db_path, *((10, 30) if is_url(str(db_path)) else (3, 12)))
 
 
+@pytest.mark.sqlite_only("the PostgreSQL arm kills the daemon ten times in the soak tier")
 def test_a_daemon_sigkilled_once_while_agents_write_loses_nothing(db_path: Path) -> None:
     """The soak above with one kill over 6 topics."""
     _daemon_killed(db_path, 1, 6)

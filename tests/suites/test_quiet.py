@@ -63,10 +63,12 @@ PG_DOWN = """
 import json, logging, subprocess, sys
 if sys.argv[3] == "configured":  # the host's choice: warnings on stderr
     logging.basicConfig(level=logging.WARNING)
-from remd import Memory, StoreError
+from remd import Config, Memory, StoreError
 
 url, stop = sys.argv[1], json.loads(sys.argv[2])
-with Memory(url, embedder=None) as mem:
+# (a library's Memory reads no REMD_* variable: the short wait for a connection is the config's)
+config = Config.model_validate({"store": {"pool_wait_ms": 300}})
+with Memory(url, embedder=None, config=config) as mem:
     mem.save("saved while the server was up")
     mem.inject("server", 100)  # connections in the pool
     subprocess.run(stop, check=True, capture_output=True)
@@ -96,7 +98,6 @@ def test_the_postgresql_pool_is_quiet_unless_the_host_configures_logging(
         if os.geteuid() == 0:
             stop = ["runuser", "-u", "postgres", "--", *stop]
         env = {k: v for k, v in os.environ.items() if not k.startswith("REMD_")}
-        env["REMD_STORE__POOL_WAIT_MS"] = "1500"
         result = subprocess.run(
             [sys.executable, "-c", PG_DOWN, server.url(), json.dumps(stop), host],
             capture_output=True, text=True, env=env, timeout=300)
