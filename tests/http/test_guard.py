@@ -37,6 +37,23 @@ def served(db_path: Path) -> Iterator[tuple[httpx.Client, int]]:
         host.close()
 
 
+@pytest.fixture(scope="module")
+def refusing(tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[tuple[httpx.Client, int, Path]]:
+    """:func:`served` once for the module's tests of requests that are refused (nothing they
+    send is stored, which each checks: the file stays empty), with its file."""
+    db = tmp_path_factory.mktemp("guard") / "agent.db"
+    host = EngineHost(db, load_config(env={}), embedder=None)
+    server = HttpServer(create_app(host), "127.0.0.1", 0)
+    server.start()
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60) as api:
+            yield api, server.port, db
+    finally:
+        server.stop()
+        host.close()
+
+
 def error_type(r: httpx.Response, status: int) -> str:
     assert r.status_code == status, r.text
     assert r.headers["content-type"] == "application/json"
@@ -55,9 +72,9 @@ def error_type(r: httpx.Response, status: int) -> str:
                                   "multipart/form-data; boundary=b", "application/jsonx",
                                   "text/json"])
 @pytest.mark.slow
-def test_every_write_needs_the_json_type(served: tuple[httpx.Client, int], db_path: Path,
+def test_every_write_needs_the_json_type(refusing: tuple[httpx.Client, int, Path],
                                          method: str, path: str, kind: str | None) -> None:
-    api, _ = served
+    api, _, db_path = refusing
     headers = {} if kind is None else {"Content-Type": kind}
     r = api.request(method, path, content=b'{"content": "planted"}', headers=headers)
     assert error_type(r, 415) == "UnsupportedMediaType"
@@ -103,9 +120,9 @@ def test_the_json_type_may_carry_parameters_and_writes_without_a_body_take_none_
 ])
 @pytest.mark.slow
 def test_a_foreign_origin_is_refused_on_every_route(
-        served: tuple[httpx.Client, int], db_path: Path, origin: str, method: str,
+        refusing: tuple[httpx.Client, int, Path], origin: str, method: str,
         path: str) -> None:
-    api, port = served
+    api, port, db_path = refusing
     origin = origin.format(port=port, other=port + 1 if port < 65535 else port - 1)
     r = api.request(method, path, json={"content": "planted"} if method == "POST" else None,
                     headers={"Origin": origin})

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -50,6 +51,38 @@ def setup(db_path: Path) -> Iterator[Setup]:
                     run_id=run.run_id)
     server.stop()
     host.close()
+
+
+@pytest.fixture(scope="module")
+def _built() -> Iterator[dict[str, tuple[Setup, Any, Any]]]:
+    """The setup of the read-only tests, built once per backend for the module."""
+    built: dict[str, tuple[Setup, Any, Any]] = {}
+    yield built
+    for made, server, host in built.values():
+        made.client.close()
+        server.stop()
+        host.close()
+
+
+@pytest.fixture
+def readonly(db_path: Path, backend: str, _built: dict[str, tuple[Setup, Any, Any]],
+             tmp_path_factory: pytest.TempPathFactory) -> Setup:
+    """:func:`setup`'s namespace and server for tests that only read and are refused: one per
+    backend for the module (each test's own ``db_path`` stays empty)."""
+    if backend not in _built:
+        db = (tmp_path_factory.mktemp("inspect") / "agent.db" if backend == "sqlite"
+              else db_path)
+        with Memory(db, clock=lambda: NOW) as m:
+            m.import_lines(old_lines(fragments(2)))
+            pune = m.save("My city is Pune", tags=["home"])
+            berlin = m.save("My city has changed to Berlin")
+            run = m.run_rem()
+        server, host = serve(db, token=TOKEN)
+        client = httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=60,
+                              headers={"Authorization": f"Bearer {TOKEN}"})
+        _built[backend] = (Setup(db=db, client=client, pune=pune.id, berlin=berlin.id,
+                                 run_id=run.run_id or ""), server, host)
+    return _built[backend][0]
 
 
 def error_of(r: httpx.Response, status: int) -> str:
@@ -177,8 +210,8 @@ def test_unknown_ids_are_404(setup: Setup, method: str, path: str,
     ("/v1/triggers", {"namespace": ""}),
 ])
 @pytest.mark.slow
-def test_bad_input_is_400(setup: Setup, path: str, params: dict[str, str]) -> None:
-    assert error_of(setup.client.get(path, params=params), 400) == "InvalidInput"
+def test_bad_input_is_400(readonly: Setup, path: str, params: dict[str, str]) -> None:
+    assert error_of(readonly.client.get(path, params=params), 400) == "InvalidInput"
 
 
 @pytest.mark.parametrize(("method", "path"), [
@@ -188,11 +221,11 @@ def test_bad_input_is_400(setup: Setup, path: str, params: dict[str, str]) -> No
     ("POST", "/v1/rem/runs/r/rollback"), ("GET", "/v1/triggers"),
 ])
 @pytest.mark.slow
-def test_every_endpoint_needs_the_token(setup: Setup, method: str, path: str) -> None:
-    r = httpx.request(method, str(setup.client.base_url.join(path)),
+def test_every_endpoint_needs_the_token(readonly: Setup, method: str, path: str) -> None:
+    r = httpx.request(method, str(readonly.client.base_url.join(path)),
                       headers={"Authorization": "Bearer wrong"})
     assert error_of(r, 401) == "Unauthorized"
-    with Memory(setup.db, embedder=None) as m:  # nothing was forgotten or rolled back
+    with Memory(readonly.db, embedder=None) as m:  # nothing was forgotten or rolled back
         assert m.store.scalar("SELECT count(*) FROM nodes WHERE status = 'forgotten'") == 0
         assert m.store.scalar("SELECT status FROM rem_runs") == "completed"
 
