@@ -90,10 +90,11 @@ class RecallMemoriesTool(_RemdTool):
         "Look up what you remember about the user and past conversations before answering. "
         "Returns the relevant memories, best first, after a [pack ID] line.")
     args_schema: type[BaseModel] = RecallArgs
+    dated: bool = False  # each memory with its date (remd.Memory.inject's dated)
 
     @_told_to_the_model
     def _run(self, query: str, token_budget: int = 400, **_: Any) -> str:
-        return _pack_text(self.memory.inject(query, token_budget))
+        return _pack_text(self.memory.inject(query, token_budget, dated=self.dated))
 
 
 class SaveMemoryTool(_RemdTool):
@@ -122,7 +123,9 @@ class MemoryFeedbackTool(_RemdTool):
         return f"feedback {'recorded' if result.applied else 'already given'}"
 
 
-def memory_tools(memory: Memory) -> list[BaseTool]:
-    """The three tools over one namespace, for ``create_agent(model, tools)``."""
-    return [RecallMemoriesTool(memory=memory), SaveMemoryTool(memory=memory),
+def memory_tools(memory: Memory, *, dated: bool = False) -> list[BaseTool]:
+    """The three tools over one namespace, for ``create_agent(model, tools)``. ``dated``: the
+    recall tool gives each memory with its date, so the model can answer "when" and "since
+    when" questions and tell an older statement from a newer one."""
+    return [RecallMemoriesTool(memory=memory, dated=dated), SaveMemoryTool(memory=memory),
             MemoryFeedbackTool(memory=memory)]

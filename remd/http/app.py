@@ -4,8 +4,9 @@ Endpoints (JSON in and out; the namespace is per request: a ``namespace`` field 
 bodies, a ``?namespace=`` query parameter on GETs, else the server's default):
 
 - ``POST /v1/memories`` ``{"content", "tags"?, "source"?}`` → 201, the memory
-- ``POST /v1/inject`` ``{"query", "token_budget", "fill"?}`` → the pack, same shape as
-  ``remd inject --json`` (``fill``: pack to the budget, default false: stop at the floor)
+- ``POST /v1/inject`` ``{"query", "token_budget", "fill"?, "dated"?}`` → the pack, same shape as
+  ``remd inject --json`` (``fill``: pack to the budget, default false: stop at the floor;
+  ``dated``: each item's text begins with its date, relative dates resolved)
 - ``POST /v1/feedback`` ``{"pack_id", "accepted"}``
 - ``GET /v1/memories/{id}``, ``GET /v1/memories/{id}/history``, ``GET /v1/stats``
 - ``GET /v1/contradictions`` ``?topic=&memory_id=&limit=`` (20; 1..200) →
@@ -256,7 +257,8 @@ class _Api:
         body: InjectIn = await self._body(request, InjectIn)
         data = await self._call(self._namespace(body.namespace),
                                 lambda m: m.inject(body.query, body.token_budget,
-                                                   fill=body.fill).to_dict())
+                                                   fill=body.fill,
+                                                   dated=body.dated).to_dict())
         return JSONResponse(PackOut.model_validate(data).model_dump())
 
     async def feedback(self, request: Request) -> Response:

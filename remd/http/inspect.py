@@ -169,7 +169,7 @@ class Inspector:
         body: InjectIn = await self.body_of(request, InjectIn)
         namespace = self.namespace_of(request) if body.namespace is None else body.namespace
         data = await self.call(namespace, lambda m: _explained(
-            m.inject(body.query, body.token_budget, fill=body.fill)))
+            m.inject(body.query, body.token_budget, fill=body.fill, dated=body.dated)))
         return JSONResponse(data)
 
     async def tags(self, request: Request) -> Response:

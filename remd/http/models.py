@@ -33,6 +33,7 @@ class InjectIn(RequestIn):
     query: str
     token_budget: int
     fill: bool = False
+    dated: bool = False  # each item with its date, relative dates resolved
 
 
 class FeedbackIn(RequestIn):

@@ -71,6 +71,15 @@ def test_tools_invoked_directly(mem: Memory) -> None:
         "Lisbon") == 1
 
 
+def test_recall_tool_dated_gives_each_memory_its_day(tmp_path: Path) -> None:
+    with Memory(tmp_path / "dated.db") as m:
+        m.save("I moved to Porto last week", created_at="2025-06-10T09:00:00Z")
+        plain, dated = memory_tools(m)[0], memory_tools(m, dated=True)[0]
+        ask = {"query": "where did I move?", "token_budget": 80}
+        assert "[2025-06-10] I moved to Porto last week" not in plain.invoke(ask)
+        assert "[2025-06-10] I moved to Porto last week" in dated.invoke(ask)
+
+
 class _ScriptedModel(GenericFakeChatModel):
     """langchain-core's fake chat model; the agent binds tools to it, which it ignores."""
 

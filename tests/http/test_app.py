@@ -75,6 +75,22 @@ def test_save_get_history_and_stats(api: httpx.Client) -> None:
     assert health["status"] == "ok" and health["schema_version"] >= 1
 
 
+def test_inject_dated_begins_each_item_with_its_day(api: httpx.Client) -> None:
+    said = api.post("/v1/memories", json={"content": "I went hiking yesterday",
+                                          "created_at": "2025-03-05T10:00:00Z"})
+    assert said.status_code == 201, said.text
+    body = {"query": "when did I go hiking?", "token_budget": 60}
+    plain = api.post("/v1/inject", json=body).json()
+    dated = api.post("/v1/inject", json={**body, "dated": True}).json()
+    assert [i["content"] for i in plain["items"]] == ["I went hiking yesterday"]
+    (item,) = dated["items"]
+    assert item["content"].startswith("[2025-03-05] I went hiking yesterday")
+    assert "(4 Mar 2025)" in item["content"]  # "yesterday" resolved against the day it was said
+    assert dated["tokens_used"] > plain["tokens_used"]  # the date counts in the budget
+    bad = api.post("/v1/inject", json={**body, "dated": "yes please"})
+    assert bad.status_code == 422 and bad.json()["error"]["type"] == "ValidationError"
+
+
 def test_inject_and_feedback_round_trip(api: httpx.Client, db_path: Path) -> None:
     for text in ["I am allergic to peanuts", "I prefer dark chocolate over milk chocolate",
                  "The office wifi password rotates every Monday"]:

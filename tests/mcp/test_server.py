@@ -3,6 +3,7 @@ subprocess over a real file."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -72,6 +73,7 @@ def test_every_tool_over_stdio(db_path: Path) -> None:
         assert set(tools) == TOOLS
         assert "token_budget" in tools["inject_memories"].input_schema["properties"]
         assert "fill" in tools["inject_memories"].input_schema["properties"]
+        assert "dated" in tools["inject_memories"].input_schema["properties"]
 
         old = data(await client.call_tool("save_memory", {"content": "My city is Bangalore"}))
         new = data(await client.call_tool("save_memory", {
@@ -99,6 +101,11 @@ def test_every_tool_over_stdio(db_path: Path) -> None:
         assert "My city is Bangalore" not in [i["content"] for i in full["items"]]
         counter = TokenCounter("o200k_base")
         assert counter.count("\n".join(contents)) == pack["tokens_used"]
+        dated = data(await client.call_tool("inject_memories", {
+            "query": "which city do I live in?", "token_budget": 60, "dated": True}))
+        today = dt.datetime.now(dt.UTC).date().isoformat()
+        assert f"[{today}] My city has changed to Mumbai" in [
+            i["content"] for i in dated["items"]]
 
         fb = data(await client.call_tool("memory_feedback", {"pack_id": pack["pack_id"],
                                                              "accepted": True}))
