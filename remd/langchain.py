@@ -90,7 +90,7 @@ class RecallMemoriesTool(_RemdTool):
         "Look up what you remember about the user and past conversations before answering. "
         "Returns the relevant memories, best first, after a [pack ID] line.")
     args_schema: type[BaseModel] = RecallArgs
-    dated: bool = False  # each memory with its date (remd.Memory.inject's dated)
+    dated: bool | None = None  # each memory with its date (remd.Memory.inject's dated)
 
     @_told_to_the_model
     def _run(self, query: str, token_budget: int = 400, **_: Any) -> str:
@@ -123,9 +123,9 @@ class MemoryFeedbackTool(_RemdTool):
         return f"feedback {'recorded' if result.applied else 'already given'}"
 
 
-def memory_tools(memory: Memory, *, dated: bool = False) -> list[BaseTool]:
-    """The three tools over one namespace, for ``create_agent(model, tools)``. ``dated``: the
-    recall tool gives each memory with its date, so the model can answer "when" and "since
-    when" questions and tell an older statement from a newer one."""
+def memory_tools(memory: Memory, *, dated: bool | None = None) -> list[BaseTool]:
+    """The three tools over one namespace, for ``create_agent(model, tools)``. ``dated=True``: the
+    recall tool gives each memory with its date, so the model can tell an older statement
+    from a newer one; the default (None) dates the memories of a question that asks when."""
     return [RecallMemoriesTool(memory=memory, dated=dated), SaveMemoryTool(memory=memory),
             MemoryFeedbackTool(memory=memory)]

@@ -314,12 +314,13 @@ class Memory:
 
     # -- inject, feedback and tag tools (remd.query.inject, .feedback, remd.write.tagtools)
     def inject(self, query: str, token_budget: int, *, fill: bool = False,
-               dated: bool = False, namespace: str | None = None) -> Pack:
+               dated: bool | None = None, namespace: str | None = None) -> Pack:
         """The memories that matter for ``query`` within ``token_budget`` tokens (a hard
         limit), stopping at the relevance floor; ``fill=True`` packs to the budget;
         ``dated=True`` writes each item's date before it and resolves its relative dates
-        ("yesterday"), counted in the budget. Raises InvalidInput for an empty query, a
-        negative budget or a non-bool fill or dated."""
+        ("yesterday"), counted in the budget; ``None`` dates the pack of a question that asks
+        for a date ("when did I ...?") and no other. Raises InvalidInput for an empty query,
+        a negative budget or a non-bool fill or dated."""
         return _inject.inject(self.engine, self.namespace if namespace is None else namespace,
                               query, token_budget, fill=fill, dated=dated)
 

@@ -407,13 +407,15 @@ def mcp(c: Ctx) -> None:
               help="Score parts and activation path of each item, and why the pack stopped.")
 @click.option("--fill", is_flag=True,
               help="Pack to the budget instead of stopping at the relevance floor.")
-@click.option("--dated", is_flag=True,
-              help="Write each item's date before it (relative dates resolved), in the budget.")
+@click.option("--dated/--undated", default=None,
+              help="Write each item's date before it (relative dates resolved), in the budget; "
+                   "default: only when the question asks when.")
 @pass_ctx
 def inject(c: Ctx, query: str, budget: int, as_json: bool, explain: bool, fill: bool,
-           dated: bool) -> None:
+           dated: bool | None) -> None:
     """The memories that matter for QUERY, within --budget tokens: best first, stopping where
-    relevance falls off (--fill: up to the budget; --dated: with their dates)."""
+    relevance falls off (--fill: up to the budget; --dated: with their dates, which a question
+    that asks when gets unless --undated)."""
     from remd.query.pack import explain as explain_lines
 
     with c.memory() as m:

@@ -33,7 +33,7 @@ class InjectIn(RequestIn):
     query: str
     token_budget: int
     fill: bool = False
-    dated: bool = False  # each item with its date, relative dates resolved
+    dated: bool | None = None  # each item with its date (None: when the question asks when)
 
 
 class FeedbackIn(RequestIn):

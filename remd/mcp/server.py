@@ -287,10 +287,12 @@ def build_server(host: EngineHost, default_namespace: str = "default") -> MCPSer
         return call(namespace, lambda m: node_to_dict(m.save(content, tags, source)))
 
     def inject_memories(query: str, token_budget: int, fill: bool = False,
-                        namespace: str | None = None, dated: bool = False) -> dict[str, Any]:
+                        namespace: str | None = None,
+                        dated: bool | None = None) -> dict[str, Any]:
         """The memories relevant to `query`, best first, within `token_budget` tokens (a hard
         limit). The pack stops where relevance falls off; fill=true packs to the budget;
-        dated=true begins each memory with its date (ask it for "when" questions).
+        dated=true begins each memory with its date, false never; left out, a question that
+        asks when ("when did I ...?") gets dates.
         Returns {pack_id, budget, tokens_used, items: [{id, content, tokens, score, tags}]};
         pass pack_id to memory_feedback."""
         return call(namespace, lambda m: m.inject(query, token_budget, fill=fill,

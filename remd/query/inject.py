@@ -62,6 +62,7 @@ from remd.store.seam import Connection
 from remd.text.dates import DAY, Period, query_period
 from remd.text.fact_questions import question_keys as fact_keys
 from remd.text.frames import asked, words
+from remd.text.questions import asks_when
 
 if TYPE_CHECKING:
     from remd.parts import Parts
@@ -448,12 +449,14 @@ def first_item(engine: Parts, namespace: str, query: str, token_budget: int) -> 
 
 
 def inject(engine: Parts, namespace: str, query: str, token_budget: int, *,
-           fill: bool = False, dated: bool = False) -> Pack:
+           fill: bool = False, dated: bool | None = None) -> Pack:
     """The pack of memories that matter for ``query``, within ``token_budget`` tokens.
 
     The pack stops at the relevance floor (:mod:`remd.query.packer`); ``fill=True`` packs to the
     budget whatever the rest is worth. ``dated=True`` writes each item's date before its text
-    and resolves its relative dates (:mod:`remd.query.render`), counted in the budget.
+    and resolves its relative dates (:mod:`remd.query.render`), counted in the budget;
+    ``None`` (the default) dates the pack of a question that asks for a date ("when did I
+    ...?", :func:`remd.text.questions.asks_when`) and no other.
 
     A budget too small for any item gives an empty pack (still recorded). Raises InvalidInput
     for an empty or oversized query, a negative or non-integer budget or a bad namespace;
@@ -462,9 +465,11 @@ def inject(engine: Parts, namespace: str, query: str, token_budget: int, *,
     ns = check_namespace(namespace)
     text = check_text(query, engine.config.store.max_content_chars, "query")
     budget = check_budget(token_budget)
-    for flag, value in (("fill", fill), ("dated", dated)):
+    for flag, value in (("fill", fill), ("dated", True if dated is None else dated)):
         if not isinstance(value, bool):
             raise InvalidInput(f"{flag} must be true or false, not {type(value).__name__}")
+    if dated is None:
+        dated = asks_when(text)
     # The view is taken before the read snapshot opens (and kept until the pack is recorded
     # by the snapshot's end), so the snapshots a namespace's caches follow only move forward.
     started = time.perf_counter()

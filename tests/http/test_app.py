@@ -80,8 +80,10 @@ def test_inject_dated_begins_each_item_with_its_day(api: httpx.Client) -> None:
                                           "created_at": "2025-03-05T10:00:00Z"})
     assert said.status_code == 201, said.text
     body = {"query": "when did I go hiking?", "token_budget": 60}
-    plain = api.post("/v1/inject", json=body).json()
+    plain = api.post("/v1/inject", json={**body, "dated": False}).json()
     dated = api.post("/v1/inject", json={**body, "dated": True}).json()
+    asked = api.post("/v1/inject", json=body).json()  # a question that asks when: dated
+    assert [i["content"] for i in asked["items"]] == [i["content"] for i in dated["items"]]
     assert [i["content"] for i in plain["items"]] == ["I went hiking yesterday"]
     (item,) = dated["items"]
     assert item["content"].startswith("[2025-03-05] I went hiking yesterday")

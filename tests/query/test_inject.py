@@ -145,7 +145,7 @@ def test_paraphrase_with_no_shared_word_or_tag_is_found_by_vector(corpus: Memory
     query = "when does the plane leave for Portugal?"
     flight = next(n for n in corpus.recent(50) if n.content == FLIGHT)
     assert not {t for t, _ in extract_query_tags(query)} & set(flight.tags)
-    pack = corpus.inject(query, 12)  # room for one memory
+    pack = corpus.inject(query, 12, dated=False)  # room for one memory, undated
     assert [i.content for i in pack.items] == [FLIGHT]
     item = pack.items[0]
     assert "vector" in item.sources and "lexical" not in item.sources
@@ -299,7 +299,7 @@ def test_index_catches_late_embeddings(db_path: Path) -> None:
         index = m.engine.caches.view("default").bits
         assert len(index) == 1
         m.embed_pending()
-        pack = m.inject("when does the plane leave for Portugal?", 12)
+        pack = m.inject("when does the plane leave for Portugal?", 12, dated=False)
         assert len(index) == 2 and [i.id for i in pack.items] == [a.id]
         assert {r for r, _ in knn(m, "default", m.embedder.embed([FLIGHT])[0], 1)
                 } >= {rid_a}  # type: ignore[union-attr]

@@ -99,7 +99,7 @@ def test_accesses_in_the_window_raise_importance(db_path: Path, clock: Clock) ->
         m.save("The Falcon deploy key rotates every 90 days")
         m.save("The Heron wiki moved to the new server")
         clock.advance(60 * DAY)
-        pack = m.inject("When does the Falcon deploy key rotate?", token_budget=12)
+        pack = m.inject("When does the Falcon deploy key rotate?", token_budget=12, dated=False)
         used = {item.id for item in pack.items}
         assert len(used) == 1
         now = clock.now

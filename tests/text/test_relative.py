@@ -61,8 +61,11 @@ def test_dated_pack_writes_dates_and_counts_them(tmp_path: Path) -> None:
     with Memory(tmp_path / "d.db", clock=clock) as mem:
         saved = mem.save("Went to the dentist yesterday, Dr. Okafor found a small cavity.")
         clock.advance(40 * 86400)
-        plain = mem.inject("when did I go to the dentist?", 100)
+        plain = mem.inject("when did I go to the dentist?", 100, dated=False)
         dated = mem.inject("when did I go to the dentist?", 100, dated=True)
+        # By default a question that asks when gets the dated pack, and no other question does.
+        assert mem.inject("when did I go to the dentist?", 100).text == dated.text
+        assert mem.inject("who is my dentist?", 100, fill=True).items[0].content == saved.content
         assert plain.items[0].content == saved.content
         assert plain.items[0].date == dated.items[0].date == "2025-03-05"
         item = dated.items[0]
@@ -88,3 +91,10 @@ def test_cli_inject_dated(tmp_path: Path) -> None:
     item = __import__("json").loads(out.stdout)["items"][0]
     day = item["date"]
     assert item["content"].startswith(f"[{day}] Had my first piano lesson today (")
+    asked = runner.invoke(main, ["--db", db, "inject", "when was my first piano lesson?",
+                                 "--budget", "60", "--json"])
+    assert __import__("json").loads(asked.stdout)["items"][0]["content"].startswith(f"[{day}]")
+    undated = runner.invoke(main, ["--db", db, "inject", "when was my first piano lesson?",
+                                   "--budget", "60", "--undated", "--json"])
+    assert __import__("json").loads(undated.stdout)["items"][0]["content"] == (
+        "Had my first piano lesson today")
