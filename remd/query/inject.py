@@ -317,7 +317,8 @@ class _Injector(CandidateReader):
             stop = cut or stop
         return picked, stop
 
-    def run(self, query: str, budget: int, fill: bool, dated: bool = False) -> Pack:
+    def run(self, query: str, budget: int, fill: bool, dated: bool = False,
+            turns: bool = True) -> Pack:
         cfg = self.cfg
         picked: list[tuple[Candidate, float, float]] = []
         ranked = _Ranked()
@@ -342,8 +343,10 @@ class _Injector(CandidateReader):
                 c.tokens = n
             exact = True
         if dated and picked:  # each text with its date: counted anew
-            for c, _, _ in picked:
-                contents[c.rid] = render.dated_text(contents[c.rid], dates[c.rid], c.created_at)
+            for c, _, _ in picked:  # (turns: also a transcript turn that carries its stamp)
+                if turns or not render.stamped(contents[c.rid]):
+                    contents[c.rid] = render.dated_text(contents[c.rid], dates[c.rid],
+                                                        c.created_at)
             for (c, _, _), n in zip(picked, self.engine.counter.count_many(
                     [contents[c.rid] for c, _, _ in picked]), strict=True):
                 c.tokens = n
@@ -456,7 +459,8 @@ def inject(engine: Parts, namespace: str, query: str, token_budget: int, *,
     budget whatever the rest is worth. ``dated=True`` writes each item's date before its text
     and resolves its relative dates (:mod:`remd.query.render`), counted in the budget;
     ``None`` (the default) dates the pack of a question that asks for a date ("when did I
-    ...?", :func:`remd.text.questions.asks_when`) and no other.
+    ...?", :func:`remd.text.questions.asks_when`) and no other, leaving a transcript turn that
+    carries its own stamp ("[8 May, 2023] Caroline: ...") as it is.
 
     A budget too small for any item gives an empty pack (still recorded). Raises InvalidInput
     for an empty or oversized query, a negative or non-integer budget or a bad namespace;
@@ -468,12 +472,13 @@ def inject(engine: Parts, namespace: str, query: str, token_budget: int, *,
     for flag, value in (("fill", fill), ("dated", True if dated is None else dated)):
         if not isinstance(value, bool):
             raise InvalidInput(f"{flag} must be true or false, not {type(value).__name__}")
+    turns = dated is not None  # asked: every item; by default a turn's own stamp is its date
     if dated is None:
         dated = asks_when(text)
     # The view is taken before the read snapshot opens (and kept until the pack is recorded
     # by the snapshot's end), so the snapshots a namespace's caches follow only move forward.
     started = time.perf_counter()
     with engine.caches.use(ns) as view:
-        pack = _Injector(engine, ns, engine.clock(), view).run(text, budget, fill, dated)
+        pack = _Injector(engine, ns, engine.clock(), view).run(text, budget, fill, dated, turns)
     engine.telemetry.injected(time.perf_counter() - started)
     return pack

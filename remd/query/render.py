@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from remd.text.relative import annotate
 from remd.text.words import split_header
 
-__all__ = ["DATE_SAMPLE", "dated_text", "item_date", "prefix"]
+__all__ = ["DATE_SAMPLE", "dated_text", "item_date", "prefix", "stamped"]
 
 DATE_SAMPLE = "[2025-03-05] "  # what the packer counts for a date before it reads the texts
 
@@ -46,3 +46,8 @@ def dated_text(content: str, date: str, said_at: float) -> str:
     stamp, _, _ = split_header(content)
     body = annotate(content, said_at)
     return body if stamp else prefix(date) + body
+
+
+def stamped(content: str) -> bool:
+    """Does ``content`` begin with its own date stamp (a transcript turn, "[8 May, 2023] ...")?"""
+    return bool(split_header(content)[0])

@@ -98,3 +98,14 @@ def test_cli_inject_dated(tmp_path: Path) -> None:
                                    "--budget", "60", "--undated", "--json"])
     assert __import__("json").loads(undated.stdout)["items"][0]["content"] == (
         "Had my first piano lesson today")
+
+
+def test_by_default_a_turn_keeps_its_own_stamp(tmp_path: Path) -> None:
+    clock = Clock(WED)
+    turn = "[5 March, 2025] Caroline: I went to the support group yesterday"
+    with Memory(tmp_path / "t.db", clock=clock) as mem:
+        mem.save(turn)
+        asked = mem.inject("when did Caroline go to the support group?", 100)
+        told = mem.inject("when did Caroline go to the support group?", 100, dated=True)
+        assert [i.content for i in asked.items] == [turn]  # its stamp dates it already
+        assert told.items[0].content.startswith(turn + " (4 Mar 2025)")
