@@ -40,7 +40,7 @@ from remd.store.seam import Connection
 from remd.text.clauses import Member, attribute, split
 from remd.text.details import missing
 from remd.text.readability import problems
-from remd.text.reading import speaks_as_self
+from remd.text.reading import gives_self_away
 from remd.text.tagging import extract_entities, is_verb_form, normalise_tag
 from remd.text.words import STOP_WORDS, content_words
 from remd.write.graph import GraphWriter, NodeRow, mark_embedded
@@ -177,10 +177,10 @@ class ClusterWriter:
                              "numbers, words): " + ", ".join(words[:8])
                              + ("…" if len(words) > 8 else ""))
         texts = [self.m.content[self.m.rids[k]] for k in kept]
-        if any(speaks_as_self(t) for t in texts) and not speaks_as_self(answer.synthesis):
+        if gives_self_away(texts, answer.synthesis):
             # what the speaker said of themself now reads as someone else's ("I passed my exam"
-            # became "Maya passed her exam")
-            return members, f"{WHOSE}: its members speak as 'I', it does not"
+            # became "Maya passed her exam"); an account with no subject is not that
+            return members, f"{WHOSE}: its members speak as 'I', it gives that to someone else"
         bad = problems(answer.synthesis, texts)
         if bad:  # what a person would not write (remd.text.readability), offline or a model's
             return members, f"{_UNREADABLE}: " + "; ".join(bad[:3])

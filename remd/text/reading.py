@@ -19,7 +19,8 @@ from remd.text import words as tx
 from remd.text.numbers import plain_numbers
 from remd.text.tagging import is_verb_form
 
-__all__ = ["Reading", "asked_person", "person_kind", "read", "speaks_as_self", "stem"]
+__all__ = ["Reading", "asked_person", "gives_self_away", "person_kind", "read", "speaks_as_self",
+           "stem"]
 
 
 def _phrases(text: str) -> list[str]:
@@ -354,6 +355,24 @@ _ASKED_RELATION = re.compile(r"\b(?:my|our)\s+(\w+)(?:\s+(\w+))?")
 def speaks_as_self(text: str) -> bool:
     """Does ``text`` speak in the first person ("I", "my", "we", "our", ...)?"""
     return bool(set(tx.words(text.lower().replace("\u2019", "'"))) & _FIRST_PERSON)
+
+
+_THIRD_PERSON = tx.word_set("he she his her him hers himself herself")
+
+
+def gives_self_away(members: list[str], synthesis: str) -> bool:
+    """Does ``synthesis`` give what its ``members`` said as "I" (or "we") to someone else: it
+    speaks not in the first person and names a person the members don't ("I passed my exam"
+    became "Maya passed her exam")? An account with no subject ("the auth module had expired
+    tokens on ...") or in the members' own names does not."""
+    if speaks_as_self(synthesis) or not any(speaks_as_self(t) for t in members):
+        return False
+    said = " ".join(members).replace("\u2019", "'")
+    low = said.lower()
+    if set(tx.words(synthesis.lower())) & _THIRD_PERSON and not set(tx.words(low)) & _THIRD_PERSON:
+        return True
+    return any(n.casefold() not in low for n, opens in tx.name_runs(synthesis)
+               if not opens or n.lower() not in tx.STOP_WORDS)
 
 
 def asked_person(question: str) -> str:

@@ -14,6 +14,7 @@ from remd import Memory
 from remd.errors import LLMError
 from remd.logs import capture_events
 from remd.sleep.synthesis import Fragment
+from remd.text.reading import gives_self_away
 from remd.text.tokens import TokenCounter
 from tests.llm_server import LLMServer, good, template_echo, verbatim
 from tests.sleep.test_rem import ALICE, DAY, NOW, YEAR_AGO, line, llm_synth, members_live
@@ -115,6 +116,9 @@ def test_a_synthesis_that_gives_the_speakers_life_to_someone_else_is_refused(
         run = m.run_rem(now=NOW, synthesiser=llm_synth(llm_server))
         assert run.synthesised == 0 and m.stats().live == 3
         assert run.to_dict()["skipped_by"] == {"wrong_subject": 1}
+        # an account with no subject gives the speaker's life to no one else: not refused so
+        assert not gives_self_away(EXAM, "The driving exam was passed on 3 May, first try.")
+        assert gives_self_away(EXAM, "He passed the driving exam on 3 May, first try.")
         # the same answer in the speaker's words is kept
         llm_server.answer_with(good({"synthesis": "I passed my driving exam on 3 May, first "
                                                   "try.", "key_entities": []}))
