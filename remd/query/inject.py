@@ -290,16 +290,18 @@ class _Injector(CandidateReader):
         return len(found)
 
     def pack(self, conn: Connection, ranked: _Ranked, budget: int, fill: bool,
-             dated: bool = False) -> tuple[list[tuple[Candidate, float, float]], packer.Stop]:
+             dated: bool = False, reserve: bool = True
+             ) -> tuple[list[tuple[Candidate, float, float]], packer.Stop]:
         """Step 5: fill the budget greedily, then (unless ``fill``) trim to the relevance floor
         (:mod:`remd.query.packer`); the items in pack order and why the pack stops there.
-        ``dated``: each item's date counts (:mod:`remd.query.render`)."""
+        ``dated``: each item's date counts (:mod:`remd.query.render`), reserved before packing
+        unless not ``reserve`` (then the dated texts are fitted after: :func:`packer.fit`)."""
         cfg = self.cfg
         sep_tokens = self.engine.counter.count(cfg.separator) if cfg.separator else 0
         if cfg.clause_max > 0:  # a synthesis: its subject and the clauses the query needs
             clauses.fit_syntheses(conn, self.ns, ranked.cands, self.terms, self.origins,
                                   self.engine.counter.count, cfg.clause_max)
-        if dated:
+        if dated and reserve:
             extra = self.engine.counter.count(render.DATE_SAMPLE)
             for c in ranked.cands.values():
                 c.tokens += extra
@@ -328,7 +330,7 @@ class _Injector(CandidateReader):
         if budget > 0:
             with self.engine.store.snapshot() as conn:
                 ranked = self.rank(conn, query)
-                picked, stop = self.pack(conn, ranked, budget, fill, dated)
+                picked, stop = self.pack(conn, ranked, budget, fill, dated, turns)
                 contents, names = self._texts(conn, [c.rid for c, _, _ in picked])
                 for c, _, _ in picked:
                     if c.text is not None:
