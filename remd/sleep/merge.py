@@ -130,6 +130,9 @@ def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, s
         word = tok.group(0)
         low = word.casefold()
         i += 1
+        if _opens(m.text, tok.start()) and word[:1].isupper() and (
+                not any(low in name.split() for name in m.sure)):
+            continue  # a sentence's opener ("Heads up, ...", "Again the ...") is wording
         if low in taken or low in rep.content or any(low in n.split() for n in rep.ids) or (
                 not low.isalpha() and low in rep.text.casefold()):  # a link, a code: written
             continue
@@ -140,6 +143,12 @@ def _residual(m: Statement, rep: Statement, seen: set[str]) -> list[tuple[str, s
         elif low not in tx.STOP_WORDS and not is_verb_form(low):
             out.append(("word", word))
     return out
+
+
+def _opens(text: str, at: int) -> bool:
+    """Does the word at ``at`` open a sentence of ``text``?"""
+    before = text[:at].rstrip()
+    return not before or before[-1] in ".!?;:"
 
 
 def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:

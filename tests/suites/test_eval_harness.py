@@ -252,7 +252,8 @@ def test_the_data_files_load_with_every_item() -> None:
     # the fourth round's runner takes its own format only
     assert [f.name for f in everyday_sets.files()] == ["everyday_v2_dev.json",
                                                        "everyday_v2_holdout.json",
-                                                       "everyday_v3_dev.json"]
+                                                       "everyday_v3_dev.json",
+                                                       "everyday_v3_holdout.json"]
     for f in everyday_sets.files():  # and each set's phrases do what they claim
         assert everyday_sets.problems(everyday_sets.load(f)) == [], f.name
 
