@@ -196,6 +196,7 @@ class _Subjects:
         own = [frozenset(names[i]) & shared[i] if i < len(names) else frozenset()
                for i in range(n)]
         candidates = [own[i] or shared[i] for i in range(n)]
+        self.by_name = [bool(own[i]) for i in range(n)]
         self.principal = [max((self.idf[t] for t in c), default=None) for c in candidates]
         # ...and the tags that are that specific (a tie is several).
         self.principal_tags = [frozenset(t for t in c if self.idf[t] == p)
@@ -207,17 +208,19 @@ class _Subjects:
     def same(self, a: int, b: int) -> bool:
         """Whether what a and b share (the IDF of their shared specific tags) is about as
         specific as what at least one of them is about (its principal name, up to a factor 2
-        in rarity: in a small namespace IDF is noisy), and one of them is about something the
-        other names too. "the Falcon wiki hint is teal-1" / "the Heron wiki hint is teal-2"
-        share "teal", but each names a much rarer project: two facts, not one; "Falcon went
+        in rarity: in a small namespace IDF is noisy), and, when each is about a name, one of
+        them names the other's too. "the Falcon wiki hint is teal-1" / "the Heron wiki hint is
+        teal-2" share "teal", but each names a much rarer project: two facts, not one; "Falcon went
         live on 3 May" / "Heron went live on 9 June" share "live", as specific as either
         name in a namespace of such statements, but neither names the other's project.
         Memories that name nothing specific may still be near-duplicates."""
         pa, pb = self.principal[a], self.principal[b]
         if pa is None or pb is None:
             return True
-        if not (self.principal_tags[a] & self.named[b]
-                or self.principal_tags[b] & self.named[a]):
+        # Two memories about two names must name each other's: a rare word of one
+        # restatement ("written", "alert") is not what it is about.
+        if self.by_name[a] and self.by_name[b] and not (
+                self.principal_tags[a] & self.named[b] or self.principal_tags[b] & self.named[a]):
             return False
         return self.shared_idf(a, b) >= min(pa, pb) - _SUBJECT_SLACK
 

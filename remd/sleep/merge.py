@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -52,6 +53,7 @@ from remd.text import words as tx
 from remd.text.details import is_detail_word, missing
 from remd.text.readability import problems
 from remd.text.tagging import is_verb_form
+from remd.text.wording import DAYS, plain
 
 Embed = Callable[[list[str]], Vectors | None]  # None: no embedder after all
 
@@ -193,13 +195,27 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
     body = rep.text.rstrip(".!?;, ")
     if plain_days and len(rep.days) == 1 and len(rep.spans) == 1:
         span = rep.spans[0]
-        body = (body[:span.start] + tx.format_days([*rep.days, *plain_days])
-                + body[span.end:]).rstrip(".!?;, ")
+        days = tx.format_days([*rep.days, *plain_days])
+        form = _recurring(g)
+        body = (form.replace(DAYS, days) if form is not None else
+                (body[:span.start] + days + body[span.end:]).rstrip(".!?;, "))
     elif plain_days:
         extras.insert(0, tx.format_days(plain_days))
     if extras:
         body += "; also " + "; ".join(extras)
     return " ".join([body + ".", *whole])
+
+
+def _recurring(g: Group) -> str | None:
+    """How the group's event is written with its days (:func:`remd.text.wording.plain`):
+    the form most of its restatements naming what its statement names share ("The VPN
+    dropped on {days}"), the statement's own on a tie; None when its own has none."""
+    own = plain(g.rep.text, g.rep.spans[0])
+    if own is None:
+        return None
+    forms = Counter(f for m in g.members if m.ids == g.rep.ids and len(m.spans) == 1
+                    and m.days and (f := plain(m.text, m.spans[0])) is not None)
+    return max(forms, key=lambda f: (forms[f], f == own))
 
 
 def _bare(rest: Sequence[str]) -> bool:
@@ -340,7 +356,10 @@ def _fit(everything: Sequence[list[Statement]], keep: Sequence[int], contents: S
     # every night") is about nothing.
     if _one_fact(groups, kept):
         # As is, else without the span of save days (each statement keeps the dates it writes).
-        for keep_span in (True, False):
+        # (A span of save days says nothing when every statement writes its own days.)
+        main = max(groups, key=lambda g: len({m.fragment for m in g.members}))
+        spans = (False,) if main.rep.days else (True, False)
+        for keep_span in spans:
             text = render(groups, first, last, keep_span)
             size = count(text)
             densest = size if densest is None else min(densest, size)

@@ -24,6 +24,7 @@ from functools import lru_cache
 from remd.text import words as tx
 from remd.text.lexicon import lemma
 from remd.text.tagging import is_verb_form
+from remd.text.wording import opened
 
 __all__ = ["details", "is_detail_word", "missing"]
 
@@ -55,6 +56,10 @@ _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sun
 def details(text: str) -> frozenset[str]:
     """The details of a text (see the module docstring), as comparable keys."""
     _, _, body = tx.split_header(text)
+    # A discourse opener ("Heads up, ...", "FYI: ...") says how a note is told, not what.
+    for sentence in tx.sentences(body):
+        if cut := opened(sentence):
+            body = body.replace(sentence, sentence[cut:], 1)
     out: set[str] = set()
     for name, opens in tx.name_runs(body):
         if opens or tx.is_time_word(name) or tx.is_time_word(name.rstrip("s")):

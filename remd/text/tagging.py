@@ -20,6 +20,7 @@ from functools import cache, lru_cache
 from remd.errors import InvalidInput
 from remd.text.lexicon import CATEGORIES, CATEGORY_OF, TABLE, lemma
 from remd.text.tagnames import MAX_TAG_LEN, checked_tag, normalise_tag
+from remd.text.wording import unworded
 from remd.text.words import QUESTION_WORDS, STOP_WORDS, name_runs
 
 __all__ = ["extract_entities", "extract_query_tags", "extract_tags", "is_verb_form", "lemma",
@@ -268,6 +269,8 @@ def _query_pool(query: str) -> tuple[_Pool, int]:
 def _collect(text: str, *, query: bool) -> tuple[_Pool, int]:
     """Every candidate tag of a text, and its number of words."""
     sample = text[:SCAN_CHARS].replace("\u2019", "'")  # NFKC keeps the typographic apostrophe
+    if not query:  # "Heads up, ...", "Noted on 3 May that ...": how it is told is no subject
+        sample = unworded(sample)
     if "[[" in sample:  # [[memory:ID]] links become edges, not tags
         sample = _LINK_MARKUP_RE.sub(" , ", sample)
     if sample.isascii():
