@@ -20,10 +20,12 @@ import numpy as np
 from remd.sleep import holds
 from remd.sleep.cluster import Cluster, build_clusters
 from remd.sleep.importance import DAY, NamespaceScores, compute_importance, store_importance
+from remd.sleep.restatements import plain_words
 from remd.store import from_int8, rows_in
 from remd.text.clauses import parse, render
-from remd.text.tagging import name_tags
+from remd.text.tagging import is_verb_form, name_tags
 from remd.text.updates import frame_slot, read
+from remd.text.wording import settles
 from remd.text.words import is_time_word
 from remd.write.backlog import embed_pending
 
@@ -153,6 +155,7 @@ def plan_run(engine: Parts, ns: str, now: float, *, write: bool, include_held: b
             (apart if kind in ("CONTRADICTS", "SUPERSEDES") else edges).append(
                 (by_id[a], by_id[b]))
     apart += _versions(engine, ns, flagged_rids, content)
+    apart += _settled(engine, ns, flagged_rids, content)
     timings["flag"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -194,6 +197,35 @@ def _versions(engine: Parts, ns: str, rids: Sequence[int], content: dict[int, st
                 ra, rb = readings.get(a), readings.get(b)
                 if ra and rb and frame_slot(ra, rb, ra.words & rb.words) is not None:
                     out.add((position[a], position[b]))
+    return sorted(out)
+
+
+def _settled(engine: Parts, ns: str, rids: Sequence[int], content: dict[int, str]
+              ) -> list[tuple[int, int]]:
+    """Pairs (flagged positions) of a note and a later one that settles something it is about
+    ("the spare room radiator is cold at the top" / "bled the radiators, the spare room is
+    warm now": remd.text.wording.settles, sharing a content word): never one synthesis, so
+    none states as current what stopped being true."""
+    settling = [k for k, r in enumerate(rids) if settles(content[r])]
+    if not settling:
+        return []
+    at: dict[int, float] = {}
+    for part in _chunks(rids):
+        marks = ",".join("?" * len(part))
+        at.update((int(r), float(c)) for r, c in engine.store.query(
+            f"SELECT rid, created_at FROM nodes WHERE namespace = ? AND rid IN ({marks})",
+            (ns, *part)))
+    def about(rid: int) -> set[str]:  # what a note is about: its words, not how it happened
+        return {w for w in plain_words(content[rid]) if not is_verb_form(w)}
+
+    by_word: dict[str, list[int]] = {}
+    for k in settling:
+        for w in about(rids[k]):
+            by_word.setdefault(w, []).append(k)
+    out: set[tuple[int, int]] = set()
+    for j, rid in enumerate(rids):
+        for w in about(rid) & by_word.keys():
+            out.update((j, k) for k in by_word[w] if k != j and at[rid] < at[rids[k]])
     return sorted(out)
 
 

@@ -23,19 +23,20 @@ import re
 
 from remd.text.words import DateSpan
 
-__all__ = ["DAYS", "opened", "plain", "told", "unworded"]
+__all__ = ["DAYS", "opened", "plain", "settles", "told", "unworded"]
 
 DAYS = "{days}"  # where :func:`plain` leaves the days of a recurring event
 
-_OPENER = re.compile(
-    r"^\s*(?:(?:(?:heads[ -]up|fyi|f\.y\.i\.|btw|by the way|psa|for the record|just so you know"
+_OPENERS = (
+    r"(?:(?:(?:heads[ -]up|fyi|f\.y\.i\.|btw|by the way|psa|for the record|just so you know"
     r"|anyway|again|also|once again|yet again|as usual|as expected|sadly|unfortunately"
     r"|apparently|annoyingly)\b[,:!\-\u2014]*|(?:update|reminder|quick note|note|ok|okay|so"
-    r"|well)[,:!\-\u2014]+)\s+)+", re.IGNORECASE)
+    r"|well)[,:!\-\u2014]+)\s+)+")
+_OPENER = re.compile(r"\s*" + _OPENERS, re.IGNORECASE)
 _VERB = (r"(?:i\s+|we\s+)?(?:saw|see|seen|noticed|noted|notice|note|heard|hear|found|learned|"
          r"learnt|read|confirmed|observed|spotted|logged|recorded|reported|realised|realized|"
          r"checked)")
-_FRAME = re.compile(r"^\s*" + _VERB + r"\s+(?:on\s+\S+(?:\s+\S+){0,2}\s+)?that\s+",
+_FRAME = re.compile(r"\s*" + _VERB + r"\s+(?:on\s+\S+(?:\s+\S+){0,2}\s+)?that\s+",
                     re.IGNORECASE)
 _FRAME_ON = re.compile(r"^\s*" + _VERB + r"\s+(?:on\s+)?$", re.IGNORECASE)
 _RECUR = re.compile(
@@ -53,7 +54,7 @@ def opened(sentence: str) -> int:
 
 
 _SENTENCE_WORDING = re.compile(
-    r"(^|[.!?;\n]\s*)(?:" + _OPENER.pattern[4:] + r"|" + _VERB + r"\s+(?=on\b|that\b)(?:that\s+)?)",
+    r"(^|[.!?;\n]\s*)(?:" + _OPENERS + r"|" + _VERB + r"\s+(?=on\b|that\b)(?:that\s+)?)+",
     re.IGNORECASE)
 
 
@@ -110,3 +111,22 @@ def _on_only(before: str) -> bool:
     """Is what comes before a date only wording and "on" ("Again, on", "On")?"""
     rest = before[told(before + " x"):] if told(before + " x") else before
     return rest.strip(" ,").lower() in ("on", "")
+
+
+# A later note that ends what an earlier one said: a problem fixed, a plan called off, a
+# state that is over ("the spare room is warm now"). Past forms and set phrases; a settling
+# note and an earlier one about the same thing are never one synthesis (remd.sleep.remplan),
+# so no synthesis states as current what stopped being true.
+_SETTLES = re.compile(
+    r"\b(?:fixed|repaired|resolved|solved|sorted(?: out)?|cleared|unblocked|patched|bled|"
+    r"replaced|restored|recovered|healed|cured|mended|cancell?ed|called off|scrapped|"
+    r"dropped out|pulled out|gave up|given up|paid off|closed|ended|finished|quit|stopped|"
+    r"no longer|not any ?more|(?:works?|working|running|up|online) again|back (?:up|online|"
+    r"to normal|on track)|is over|all good now|fine now|(?:is|are|'s|'re) \w+ now)\b",
+    re.IGNORECASE)
+
+
+def settles(text: str) -> bool:
+    """Does ``text`` say that something stopped being so (fixed, called off, over, "warm
+    now")?"""
+    return _SETTLES.search(text) is not None
