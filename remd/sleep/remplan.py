@@ -26,7 +26,7 @@ from remd.text.clauses import parse, render
 from remd.text.tagging import is_verb_form, name_tags
 from remd.text.updates import frame_slot, read
 from remd.text.wording import settles
-from remd.text.words import is_time_word
+from remd.text.words import is_time_word, names
 from remd.write.backlog import embed_pending
 
 if TYPE_CHECKING:
@@ -215,8 +215,10 @@ def _settled(engine: Parts, ns: str, rids: Sequence[int], content: dict[int, str
         at.update((int(r), float(c)) for r, c in engine.store.query(
             f"SELECT rid, created_at FROM nodes WHERE namespace = ? AND rid IN ({marks})",
             (ns, *part)))
-    def about(rid: int) -> set[str]:  # what a note is about: its words, not how it happened
-        return {w for w in plain_words(content[rid]) if not is_verb_form(w)}
+    def about(rid: int) -> set[str]:  # the things a note is about: not how it happened,
+        text = content[rid]  # nor the names that only say whose or where it is
+        named = {w.casefold() for n in names(text) for w in n.split()}
+        return {w for w in plain_words(text) if not is_verb_form(w) and w not in named}
 
     by_word: dict[str, list[int]] = {}
     for k in settling:

@@ -48,6 +48,11 @@ _GENERIC = tx.word_set("service services system systems thing things stuff app a
 # Vague words that are units after a number ("two weeks", "three times").
 _UNITS = tx.word_set("day days week weeks month months year years time times night nights "
                      "morning mornings evening evenings people person")
+# Money said in words is money: "85 quid" is "£85", "40 bucks" "$40", "1,200 euros" "€1200".
+_CURRENCY = {**dict.fromkeys(("quid", "pound", "pounds", "gbp", "sterling"), "£"),
+             **dict.fromkeys(("dollar", "dollars", "buck", "bucks", "usd"), "$"),
+             **dict.fromkeys(("euro", "euros", "eur"), "€")}
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b",
                       re.IGNORECASE)
 
@@ -56,6 +61,7 @@ _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sun
 def details(text: str) -> frozenset[str]:
     """The details of a text (see the module docstring), as comparable keys."""
     _, _, body = tx.split_header(text)
+    body = body.replace("&", " and ")  # "B&Q" is "B and Q"
     # A discourse opener ("Heads up, ...", "FYI: ...") says how a note is told, not what.
     for sentence in tx.sentences(body):
         if cut := opened(sentence):
@@ -75,12 +81,17 @@ def details(text: str) -> frozenset[str]:
         if any(a <= m.start() < b for a, b in spans):
             continue  # part of a date
         unit = (m.group("unit") or "").lower()
+        number = _THOUSANDS.sub("", m.group("n").lower())
+        if unit in _CURRENCY and number[:1].isdigit():
+            out.add(f"number:{_CURRENCY[unit]}{number}")
+            continue
         unit = lemma(unit) if unit and unit not in tx.FUNCTION_WORDS and (
             unit not in tx.VAGUE_WORDS or unit in _UNITS) else ""
-        out.add(f"number:{m.group('n').lower()}" + (f" {unit}" if unit else ""))
+        out.add(f"number:{number}" + (f" {unit}" if unit else ""))
     names = {k.split(":", 1)[1] for k in out if k.startswith("name:")}
     for word in tx.content_words(body):
-        if word in names or word in _NUMBER_WORDS or any(c.isdigit() for c in word):
+        if (word in names or word in _NUMBER_WORDS or word in _CURRENCY
+                or any(c.isdigit() for c in word)):
             continue
         if (is_verb_form(word) or word in _VERBS or word in _GENERIC or len(word) < 3
                 or tx.is_time_word(word)):
@@ -119,9 +130,28 @@ def missing(member: str, kept_by: str) -> frozenset[str]:
             if not unit and any(k == f"number:{number}" or k.startswith(f"number:{number} ")
                                 for k in theirs):
                 continue
+        elif kind == "date" and _date_kept(value, theirs):
+            continue
         elif kind == "word" and value in words:
             continue  # a word kept as a name ("the Park" / "park") or the other way round
         elif kind == "name" and (value in words or lemma(value) in words):
             continue
         lost.add(value)
     return frozenset(lost)
+
+
+def _date_kept(key: str, theirs: frozenset[str]) -> bool:
+    """Is the date ``key`` (:attr:`remd.text.words.DateSpan.key`) kept by some date of
+    ``theirs`` in another form: a day without its year ("*-02-03") by that day in any year, a
+    month ("2025-02") by a day in it, a day of a year by that day written without the year
+    when the year is written elsewhere ("3 and 10 Feb" ... "2025")."""
+    dates = [k[5:] for k in theirs if k.startswith("date:")]
+    if key.startswith("*-"):
+        return any(d.endswith(key[1:]) for d in dates)
+    if len(key) == 7:  # YYYY-MM
+        return any(d.startswith(key + "-") for d in dates)
+    if len(key) == 10 and key[4] == "-":
+        year = key[:4]
+        return f"*{key[4:]}" in dates and any(d.startswith(year) for d in dates) or (
+            f"number:{year}" in theirs and f"*{key[4:]}" in dates)
+    return False
