@@ -300,7 +300,7 @@ class _Injector(CandidateReader):
         sep_tokens = self.engine.counter.count(cfg.separator) if cfg.separator else 0
         if cfg.clause_max > 0:  # a synthesis: its subject and the clauses the query needs
             clauses.fit_syntheses(conn, self.ns, ranked.cands, self.terms, self.origins,
-                                  self.engine.counter.count, cfg.clause_max)
+                                  self.engine.counter.count, cfg.clause_max, budget)
         if dated and reserve:
             extra = self.engine.counter.count(render.DATE_SAMPLE)
             for c in ranked.cands.values():

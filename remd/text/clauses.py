@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from remd.text import words as tx
 from remd.text.details import details
 
-__all__ = ["Clause", "Clauses", "Member", "attribute", "parse", "render", "split", "statement"]
+__all__ = ["Clause", "Clauses", "Member", "attribute", "few_days", "parse", "render", "split",
+           "statement"]
 
 DASH = " \u2014 "  # a fusion's subject and its parts (remd.sleep.fuse)
 _SPAN = re.compile(r"^\s*([^:]{3,60}?\d{4}):\s+")  # a merge's opening span of days
@@ -159,3 +160,34 @@ def render(clauses: Clauses, chosen: Sequence[int]) -> str:
 def words_of(text: str) -> frozenset[str]:
     """Content words of a clause, casefolded (for matching a question's words)."""
     return frozenset(tx.content_words(text))
+
+
+_LIST_GAP = re.compile(r"^(?:,\s*|\s*,?\s*and\s+|\s*&\s*)$")
+_LATEST = 1  # days a shortened list keeps besides the asked ones
+
+
+def few_days(text: str, keep: set[str]) -> str:
+    """``text`` with each list of four or more days ("on 1 Sep, 9 Sep, ... and 27 Apr 2025")
+    cut to the days in ``keep`` (ISO keys) and the latest, with how many there were ("on 9 Sep
+    2024 and 27 Apr 2025, 10 days in all"): a recurring event in a small pack."""
+    spans = [d for d in tx.find_dates(text) if d.day_date is not None]
+    runs: list[list[tx.DateSpan]] = []
+    for d in spans:
+        if runs and _LIST_GAP.match(text[runs[-1][-1].end:d.start]):
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    out, at = [], 0
+    for run in runs:
+        if len(run) < 4:
+            continue
+        days = sorted({d.day_date for d in run if d.day_date is not None})
+        chosen = {d for d in days if d.isoformat() in keep} | set(days[-_LATEST:])
+        if len(chosen) >= len(days):
+            continue
+        end = run[-1].end
+        while end > run[-1].start and not text[end - 1].isalnum():
+            end -= 1  # find_dates may take the full stop after a date
+        out += [text[at:run[0].start], tx.format_days(chosen), f", {len(days)} days in all"]
+        at = end
+    return "".join(out) + text[at:] if out else text
