@@ -259,6 +259,8 @@ class Asked:
     stale: dict[int, bool] = field(default_factory=dict)  # budget -> an earlier value in it
     tokens: dict[int, int] = field(default_factory=dict)
     first: str = ""
+    # budget -> the pack's text, tokens and items (``read``: for a reader)
+    read: dict[int, tuple[str, int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -308,7 +310,7 @@ def _live_tokens(mem: Memory) -> int:
 
 
 def _arm(name: str, saves: list[Save], questions: list[Question], days: int, rem: bool,
-         workdir: Path) -> Arm:
+         workdir: Path, read: tuple[int, ...] = ()) -> Arm:
     now = [START]
     t0 = time.perf_counter()
     arm = Arm(name, [], 0, 0)
@@ -340,18 +342,25 @@ def _arm(name: str, saves: list[Save], questions: list[Question], days: int, rem
                 if budget == BUDGETS[0]:
                     asked.first = pack.items[0].content if pack.items else ""
             arm.asked.append(asked)
+        for q, asked in zip(questions, arm.asked, strict=True):  # after: the same uses above
+            for budget in read:
+                pack = mem.inject(q.question, budget)
+                asked.read[budget] = (pack.text, pack.tokens_used, len(pack.items))
         arm.live = mem.stats().live
         arm.live_tokens = _live_tokens(mem)
     arm.seconds = time.perf_counter() - t0
     return arm
 
 
-def run(days: int | None = None, *, quick: bool = False, workdir: Path | None = None) -> Result:
-    """Both arms over the first ``days`` days (all 120, or 60 with ``quick``)."""
+def run(days: int | None = None, *, quick: bool = False, workdir: Path | None = None,
+        read: tuple[int, ...] = ()) -> Result:
+    """Both arms over the first ``days`` days (all 120, or 60 with ``quick``); with ``read``,
+    each question's pack text at those budgets too, asked after everything else (for a
+    reader: benchmarks/eval/rem_answers.py)."""
     days = days or (QUICK_DAYS if quick else DAYS)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="remd-life-"))
     saves, questions = life(days)
-    arms = {name: _arm(name, saves, questions, days, rem, workdir)
+    arms = {name: _arm(name, saves, questions, days, rem, workdir, read)
             for name, rem in (("no-rem", False), ("rem", True))}
     return Result(days, len(saves), questions, arms)
 

@@ -224,10 +224,15 @@ def _settled(engine: Parts, ns: str, rids: Sequence[int], content: dict[int, str
     for k in settling:
         for w in about(rids[k]):
             by_word.setdefault(w, []).append(k)
+    # ("Tom fixed the fence" said three times is one fact: two settling notes may fold.)
+    settled_too = [False] * len(rids)
+    for k in settling:
+        settled_too[k] = True
     out: set[tuple[int, int]] = set()
     for j, rid in enumerate(rids):
         for w in about(rid) & by_word.keys():
-            out.update((j, k) for k in by_word[w] if k != j and at[rid] < at[rids[k]])
+            out.update((j, k) for k in by_word[w] if k != j and at[rid] < at[rids[k]]
+                       and not settled_too[j])
     return sorted(out)
 
 

@@ -125,8 +125,11 @@ def _compatible(s: Statement, lead: Statement) -> bool:
 
 def _joins(s: Statement, lead: Statement, sim: float) -> bool:
     """Is ``s`` a restatement of ``lead``? When :func:`_compatible`, and alike in meaning
-    (``sim``) or sharing half their words."""
+    (``sim``), sharing half their words, or naming something on the same full days."""
     if _compatible(s, lead):
+        if s.ids and s.days and set(s.days) == set(lead.days) and len(s.days) == len(s.spans):
+            return True  # the same named thing on the same days: "Risris went live on 22 Mar
+            # 2021" / "Go-live for Risris was 2021-03-22", however it is worded
         same_many = s.ids == lead.ids and len(s.ids) >= 2
         floor = _SAME_MANY if same_many else _SAME_ONE if s.ids or lead.ids else _SAME_NONE
         union = s.content | lead.content
