@@ -197,6 +197,7 @@ class _Subjects:
                for i in range(n)]
         candidates = [own[i] or shared[i] for i in range(n)]
         self.by_name = [bool(own[i]) for i in range(n)]
+        self.own = own
         self.principal = [max((self.idf[t] for t in c), default=None) for c in candidates]
         # ...and the tags that are that specific (a tie is several).
         self.principal_tags = [frozenset(t for t in c if self.idf[t] == p)
@@ -217,6 +218,10 @@ class _Subjects:
         pa, pb = self.principal[a], self.principal[b]
         if pa is None or pb is None:
             return True
+        # Each names something the other does not ("Our Seville region is where Bellum
+        # lives" / "... where Fenkorris lives"): two subjects, however alike the rest.
+        if self.own[a] - self.named[b] and self.own[b] - self.named[a]:
+            return False
         # Two memories about two names must name each other's: a rare word of one
         # restatement ("written", "alert") is not what it is about.
         if self.by_name[a] and self.by_name[b] and not (

@@ -254,7 +254,13 @@ def _parse(answer: str) -> SynthesisAnswer:
     # Some local servers wrap JSON mode answers in a Markdown fence anyway.
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
     parsed = SynthesisAnswer.model_validate_json(fenced.group(1) if fenced else text)
-    return parsed.model_copy(update={"replaces": ()})  # an LLM folds the whole cluster
+    # The fragments reach the model escaped as XML (render_fragments): "B&amp;Q" back to "B&Q".
+    return parsed.model_copy(update={
+        "replaces": (),  # an LLM folds the whole cluster
+        "synthesis": html.unescape(parsed.synthesis),
+        "key_entities": [html.unescape(t) for t in parsed.key_entities],
+        "causal_chains": [html.unescape(t) for t in parsed.causal_chains],
+        "temporal_anchors": [html.unescape(t) for t in parsed.temporal_anchors]})
 
 
 def _brief(exc: ValidationError) -> str:

@@ -71,9 +71,9 @@ def details(text: str) -> frozenset[str]:
         if opens or tx.is_time_word(name) or tx.is_time_word(name.rstrip("s")):
             continue  # a word that opens its sentence alone: read below as a word, if one
         out.update(f"name:{_base(w)}" for w in name.split()
-                   if w.lower() not in tx.FUNCTION_WORDS)
+                   if w.lower() not in tx.FUNCTION_WORDS and not tx.is_time_word(w))
     spans = []
-    for d in tx.find_dates(body):
+    for d in tx.find_dates(body, bare_months=True):  # "in February" is a date too
         out.add(f"date:{d.key}")
         spans.append((d.start, d.end))
     out.update(f"date:{m.group(1).lower()}" for m in _WEEKDAY.finditer(body))
@@ -143,15 +143,25 @@ def missing(member: str, kept_by: str) -> frozenset[str]:
 def _date_kept(key: str, theirs: frozenset[str]) -> bool:
     """Is the date ``key`` (:attr:`remd.text.words.DateSpan.key`) kept by some date of
     ``theirs`` in another form: a day without its year ("*-02-03") by that day in any year, a
-    month ("2025-02") by a day in it, a day of a year by that day written without the year
-    when the year is written elsewhere ("3 and 10 Feb" ... "2025")."""
-    dates = [k[5:] for k in theirs if k.startswith("date:")]
-    if key.startswith("*-"):
-        return any(d.endswith(key[1:]) for d in dates)
-    if len(key) == 7:  # YYYY-MM
-        return any(d.startswith(key + "-") for d in dates)
-    if len(key) == 10 and key[4] == "-":
-        year = key[:4]
-        return f"*{key[4:]}" in dates and any(d.startswith(year) for d in dates) or (
-            f"number:{year}" in theirs and f"*{key[4:]}" in dates)
-    return False
+    month ("2025-02", "*-02") by a day in it, a day of a year by that day written without the
+    year when the year is written elsewhere ("3 and 10 Feb" ... "2025")."""
+    dates = [_parts(k[5:]) for k in theirs if k.startswith("date:")]
+    year, month, day = _parts(key)
+    if month is None:
+        return False
+    if day is None:  # a month: any date in it
+        return any(m == month and (year is None or y in (year, None)) for y, m, _ in dates)
+    if year is None:  # a day without its year
+        return any((m, d) == (month, day) for _, m, d in dates)
+    return any((m, d) == (month, day) and y is None for y, m, d in dates) and (
+        any(y == year for y, _, _ in dates) or f"number:{year}" in theirs)
+
+
+def _parts(key: str) -> tuple[str | None, str | None, str | None]:
+    """(year, month, day) of a date key, None for a part it leaves out ("*-02" -> (None,
+    "02", None)); (None, None, None) for a key of another shape."""
+    bits = key.split("-")
+    if len(bits) not in (2, 3) or not all(b == "*" or b.isdigit() for b in bits):
+        return None, None, None
+    year = None if bits[0] == "*" else bits[0]
+    return year, bits[1], bits[2] if len(bits) == 3 else None

@@ -21,6 +21,7 @@ from remd.text.details import missing
      "The boiler was serviced on 3 and 10 Feb 2025."),
     ("The boiler was serviced on 3rd February.", "The boiler was serviced on 2025-02-03."),
     ("The boiler is due in March 2025.", "The boiler is due on 14 Mar 2025."),
+    ("In February Maya moved to Leith.", "Maya moved to Leith in February 2023."),
 ])
 def test_the_same_detail_written_otherwise_is_kept(member: str, synthesis: str) -> None:
     assert missing(member, synthesis) == frozenset()
@@ -35,6 +36,18 @@ def test_the_same_detail_written_otherwise_is_kept(member: str, synthesis: str) 
      "2025-02-03"),
     ("The boiler was serviced on 3 Feb 2025.", "The boiler was serviced on 3 Feb 2024.",
      "2025-02-03"),
+    ("In February Maya moved to Leith.", "Maya moved to Leith in March 2023.", "*-02"),
 ])
 def test_a_changed_or_dropped_detail_is_missing(member: str, synthesis: str, lost: str) -> None:
     assert lost in missing(member, synthesis)
+
+
+def test_a_models_answer_is_read_back_unescaped() -> None:
+    """The fragments reach the model as escaped XML; its "B&amp;Q" is B&Q."""
+    from remd.sleep.synthesis import _parse
+
+    answer = _parse('{"synthesis": "Tom fixed the fence with B&amp;Q panels.", '
+                    '"key_entities": ["B&amp;Q"]}')
+    assert answer.synthesis == "Tom fixed the fence with B&Q panels."
+    assert answer.key_entities == ["B&Q"]
+    assert missing("Tom fixed the fence with panels from B&Q.", answer.synthesis) == frozenset()
