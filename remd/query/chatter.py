@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from remd.index.graphcache import TagGraphCache
 from remd.index.nodemirror import NodeMirror
+from remd.models import NodeKind
 from remd.store.seam import Connection
 
 TOP = 3  # a memory's most specific tags that count
@@ -37,17 +38,36 @@ class Weighted(Protocol):
 
 
 def information(conn: Connection, mirror: NodeMirror, cache: TagGraphCache,
-                rids: Sequence[int]) -> dict[int, float]:
-    """rid -> how specific the memory's tags are, in [0, 1] (see the module docstring)."""
+                rids: Sequence[int], syntheses: Sequence[int] = ()) -> dict[int, float]:
+    """rid -> how specific the memory's tags are, in [0, 1] (see the module docstring). A
+    tag's count holds the memories a REM run folded: for the ``syntheses`` among ``rids``, the
+    members each one folded are not counted (they are the synthesis)."""
     tags = mirror.tags_of(conn, list(rids))
     info = cache.names(conn, {tid for pairs in tags.values() for tid, _ in pairs})
+    folded = _folded(conn, mirror.namespace, syntheses) if syntheses else {}
     n = max(mirror.n, 2)
     top = math.log(n)
     out: dict[int, float] = {}
     for rid in rids:
-        idf = sorted((math.log(n / max(info[tid][1], 1)) for tid, _ in tags.get(rid, ())
-                      if tid in info), reverse=True)[:TOP]
+        mine = folded.get(rid, {})
+        idf = sorted((math.log(n / max(info[tid][1] - mine.get(tid, 0), 1))
+                      for tid, _ in tags.get(rid, ()) if tid in info), reverse=True)[:TOP]
         out[rid] = min(1.0, sum(idf) / (TOP * top)) if idf else 0.0
+    return out
+
+
+def _folded(conn: Connection, namespace: str, syntheses: Sequence[int]
+            ) -> dict[int, dict[int, int]]:
+    """synthesis rid -> {tid: how many of the members it folded carry the tag}."""
+    marks = ",".join("?" * len(syntheses))
+    out: dict[int, dict[int, int]] = {}
+    rows: Any = conn.execute(
+        f"SELECT s.rid, nt.tid, count(*) FROM nodes s JOIN nodes m ON m.namespace = s.namespace "
+        f"AND m.deprecated_by = s.id JOIN node_tags nt ON nt.namespace = m.namespace "
+        f"AND nt.rid = m.rid WHERE s.namespace = ? AND s.rid IN ({marks}) "
+        f"GROUP BY s.rid, nt.tid", (namespace, *syntheses)).fetchall()
+    for rid, tid, count in rows:
+        out.setdefault(int(rid), {})[int(tid)] = int(count)
     return out
 
 
@@ -62,7 +82,8 @@ def weigh(conn: Connection, mirror: NodeMirror, cache: TagGraphCache,
         return
     ranked = sorted(cands, key=lambda c: (-c.base, c.rid))
     best = ranked[:WEIGHED]
-    info = information(conn, mirror, cache, [c.rid for c in best])
+    info = information(conn, mirror, cache, [c.rid for c in best],
+                       [c.rid for c in best if getattr(c, "kind", None) is NodeKind.SYNTHESIS])
     for c in best:
         c.info = info.get(c.rid, 0.0)
         c.base *= (1.0 - weight) + weight * c.info
