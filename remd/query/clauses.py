@@ -81,7 +81,8 @@ def fit_syntheses(conn: Connection, namespace: str, cands: MutableMapping[int, A
     return written
 
 
-_PRONOUNS = frozenset("it its they their them he his she her this that these those".split())
+_PRONOUNS = frozenset(("it", "its", "they", "their", "them", "he", "his", "she", "her", "this",
+                       "that", "these", "those"))
 
 
 def _said_of(clauses: Clauses, chosen: list[int]) -> list[int]:

@@ -195,10 +195,10 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
     body = rep.text.rstrip(".!?;, ")
     if plain_days and len(rep.days) == 1 and len(rep.spans) == 1:
         span = rep.spans[0]
-        days = tx.format_days([*rep.days, *plain_days])
+        listed = tx.format_days([*rep.days, *plain_days])
         form = _recurring(g)
-        body = (form.replace(DAYS, days) if form is not None else
-                (body[:span.start] + days + body[span.end:]).rstrip(".!?;, "))
+        body = (form.replace(DAYS, listed) if form is not None else
+                (body[:span.start] + listed + body[span.end:]).rstrip(".!?;, "))
     elif plain_days:
         extras.insert(0, tx.format_days(plain_days))
     if extras:
