@@ -119,7 +119,13 @@ def main() -> None:
     with Memory(untouched, clock=lambda: NOW) as m:
         nodes_b, tokens_b, _ = live_text(m)
         found_b = {b: found(m, topics, b) for b in args.budgets}
+    def live_set(m: Memory) -> set[tuple[str, str]]:
+        return {(str(i), str(c)) for i, c in m.store.query(
+            "SELECT id, content FROM nodes WHERE namespace = ? AND status = 'live'",
+            (m.namespace,))}
+
     with Memory(db, clock=lambda: NOW) as m:
+        was = live_set(m)
         t0 = time.perf_counter()
         run = m.run_rem(now=NOW)
         rem_s = time.perf_counter() - t0
@@ -127,6 +133,7 @@ def main() -> None:
         found_a = {b: found(m, topics, b) for b in args.budgets}
         kept = {d.key for d in find_dates(text)} & dates
         m.rollback(run.run_id or "", now=NOW + 60)
+        exact = live_set(m) == was
     daemon = Daemon(db, load_config(env={}), clock=lambda: NOW + 120, env={})
     try:
         redo = [daemon.tick(NOW + 120 + s).runs for s in (0, 60, 3600, 86400)]
@@ -151,7 +158,8 @@ def main() -> None:
     print("|---:|---:|---:|")
     for b in args.budgets:
         print(f"| {b} | {found_b[b]:.0%} | {found_a[b]:.0%} |")
-    print(f"\nAfter `rollback`: daemon ticks at +0 s, +1 min, +1 h, +1 day started "
+    print(f"\nAfter `rollback`: the live memories are {'exactly' if exact else 'NOT'} those "
+          f"before the run; daemon ticks at +0 s, +1 min, +1 h, +1 day started "
           f"{sum(len(r) for r in redo)} runs; live syntheses {after_rollback}.")
 
 

@@ -289,10 +289,11 @@ class EchoLLM(LLMServer):
 
 # -- the child side -------------------------------------------------------------------------------
 def _pause_in_write(where: str, fraction: float, total: Callable[[], int]) -> None:
-    """Make cluster number ``fraction × total`` stop inside its write transaction (after
-    ``ClusterWriter._inherit``: the synthesis node, its tags and the re-pointed edges are
-    written, its DERIVED_FROM edges and the deprecations not yet; or after ``_commit``: all
-    written, nothing committed) and say so, so the parent's SIGKILL lands exactly there.
+    """Make cluster number ``1 + fraction × (total - 1)`` stop inside its write transaction
+    (so one cluster at least has committed before it: a run folds a topic per cluster, and a
+    dozen topics are only a dozen clusters), after ``ClusterWriter._inherit`` (the synthesis
+    node, its tags and the re-pointed edges are written, its DERIVED_FROM edges and the
+    deprecations not yet) or after ``_commit`` (all written, nothing committed), and say so, so the parent's SIGKILL lands exactly there.
     Patched in this forked child only: remd itself has no test hook."""
     original = getattr(ClusterWriter, where)
     calls = 0
@@ -300,7 +301,8 @@ def _pause_in_write(where: str, fraction: float, total: Callable[[], int]) -> No
     def paused(self: ClusterWriter, *args: Any) -> Any:
         nonlocal calls
         result = original(self, *args)
-        if calls == int(fraction * total()):
+        n = total()
+        if calls == (0 if n < 2 else 1 + int(fraction * (n - 1))):
             print(f"in-write {calls} {where}", flush=True)
             time.sleep(60)  # the parent kills us long before
         calls += 1

@@ -130,7 +130,7 @@ def tables(result: dict[str, Any]) -> str:
         for arm in ARMS:
             c = lf["arms"][arm][str(b)]
             row += [f"{c['found']}/{c['asked']}", f"{c['right']}/{c['asked']}", c["stale"],
-                    c["tokens"], c["items"]]
+                    f"{c['tokens']:.1f}", f"{c['items']:.1f}"]
         rows.append(row)
     parts.append(f"A simulated life ({lf['days']} days, {lf['saves']} saves), nightly REM "
                  f"against none (found: the answer phrase is in the pack; right: the reader "
@@ -144,7 +144,7 @@ def tables(result: dict[str, Any]) -> str:
         for arm in ARMS:
             c = hbr["arms"][arm][str(b)]
             row += [f"{c['facts']}/{c['needed']}", f"{c['whole']}/{c['questions']}",
-                    c["tokens"], c["items"]]
+                    f"{c['tokens']:.1f}", f"{c['items']:.1f}"]
         rows.append(row)
     parts.append(f"Hairball ({hbr['services']} services, one REM run: {hbr['live_before']} -> "
                  f"{hbr['live_after']} live):\n\n" + table(
