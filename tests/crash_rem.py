@@ -293,7 +293,8 @@ def _pause_in_write(where: str, fraction: float, total: Callable[[], int]) -> No
     (so one cluster at least has committed before it: a run folds a topic per cluster, and a
     dozen topics are only a dozen clusters), after ``ClusterWriter._inherit`` (the synthesis
     node, its tags and the re-pointed edges are written, its DERIVED_FROM edges and the
-    deprecations not yet) or after ``_commit`` (all written, nothing committed), and say so, so the parent's SIGKILL lands exactly there.
+    deprecations not yet) or after ``_commit`` (all written, nothing committed), and say so,
+    so the parent's SIGKILL lands exactly there.
     Patched in this forked child only: remd itself has no test hook."""
     original = getattr(ClusterWriter, where)
     calls = 0
