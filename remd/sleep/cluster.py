@@ -209,7 +209,7 @@ class _Subjects:
     def same(self, a: int, b: int) -> bool:
         """Whether what a and b share (the IDF of their shared specific tags) is about as
         specific as what at least one of them is about (its principal name, up to a factor 2
-        in rarity: in a small namespace IDF is noisy), and, when each is about a name, one of
+        in rarity: in a small namespace IDF is noisy), and, when one is about a name, one of
         them names the other's too. "the Falcon wiki hint is teal-1" / "the Heron wiki hint is
         teal-2" share "teal", but each names a much rarer project: two facts, not one; "Falcon went
         live on 3 May" / "Heron went live on 9 June" share "live", as specific as either
@@ -222,9 +222,8 @@ class _Subjects:
         # lives" / "... where Fenkorris lives"): two subjects, however alike the rest.
         if self.own[a] - self.named[b] and self.own[b] - self.named[a]:
             return False
-        # Two memories about two names must name each other's: a rare word of one
-        # restatement ("written", "alert") is not what it is about.
-        if self.by_name[a] and self.by_name[b] and not (
+        # A memory about a name and another must name what one of them is about.
+        if (self.by_name[a] or self.by_name[b]) and not (
                 self.principal_tags[a] & self.named[b] or self.principal_tags[b] & self.named[a]):
             return False
         return self.shared_idf(a, b) >= min(pa, pb) - _SUBJECT_SLACK

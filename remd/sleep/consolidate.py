@@ -322,8 +322,7 @@ class ClusterWriter:
         an acronym) or a key entity of several words. Chosen, up to ``synthesis_max_tags``:
         names carried by two members or more, then nouns carried by two members or more and
         specific (on at most :func:`remd.sleep.cluster.specific_cap` live memories, the clustering's
-        cut-off), then names of one member, then specific nouns of one member; each group by
-        members x IDF. A cluster left with
+        cut-off), then names of one member; each group by members x IDF. A cluster left with
         none of these gets its best remaining candidate, so it is never untagged when its
         members had a usable tag.
         """
@@ -375,13 +374,7 @@ class ClusterWriter:
         nouns = sorted((t for t in usable if count[t] >= 2 and not is_name(t)
                         and live_df.get(t, 0) <= cap), key=rank)
         lone_names = sorted((t for t in usable if count[t] < 2 and is_name(t)), key=rank)
-        # ...then what one member alone is about: the synthesis holds its words too, and a
-        # question that found that member must find it (a synthesis tagged with less than
-        # its members is less specific than each of them: remd.query.chatter).
-        lone_nouns = sorted((t for t in usable if count[t] < 2 and not is_name(t)
-                             and live_df.get(t, 0) <= cap), key=rank)
-        chosen = (shared_names + nouns + lone_names + lone_nouns)[
-            :self.engine.config.rem.synthesis_max_tags]
+        chosen = (shared_names + nouns + lone_names)[:self.engine.config.rem.synthesis_max_tags]
         if not chosen:
             chosen = sorted(usable, key=rank)[:1]
         graph.tag(rid, [(t, weight[t]) for t in chosen])

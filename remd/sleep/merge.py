@@ -174,6 +174,10 @@ def _write_group(g: Group, written: frozenset[str] = frozenset()) -> str:
             # wording, but a detail among them is written (remd.text.details)
             parts = [("anchor" if kind == "word" else kind, t) for kind, t in parts
                      if kind != "word" or (is_detail_word(t) and t.casefold() not in seen)]
+        # (the day a copy was said, written as a heading of an earlier synthesis "16 Mar
+        # 2024: ...", is the day its group's statement was said: nothing to add)
+        parts = [(kind, t) for kind, t in parts
+                 if not (kind == "day" and not rep.spans and date.fromisoformat(t) == rep.day)]
         days = [date.fromisoformat(t) for kind, t in parts if kind == "day"]
         rest = [t for kind, t in parts if kind != "day"]
         seen.update(t.casefold() for kind, t in parts if kind != "word")
