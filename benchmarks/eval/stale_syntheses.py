@@ -40,7 +40,8 @@ from remd.wire import iso
 _ENDS = re.compile(
     r"\b(fixed|repaired|resolved|solved|sorted|bled|mended|replaced|cancell?ed|called off|"
     r"no longer|not any ?more|stopped|quit|ended|finished|closed|works? again|working again|"
-    r"back to normal|is over|gave up|(?:is|are) (?:warm|fine|ok|okay|better|gone|done) now)\b",
+    r"back to normal|back up|back together|is over|gave up|"
+    r"(?:is|are) (?:warm|fine|ok|okay|better|gone|done) now)\b",
     re.IGNORECASE)
 _PAST = re.compile(r"\b(was|were|had|until|used to|before|earlier|previously|formerly)\b",
                    re.IGNORECASE)
