@@ -18,6 +18,7 @@ from remd.memory import Memory
 from remd.models import Edge, EdgeType, Node, NodeKind, NodeStatus, Stats, TriggerReason
 from remd.query.feedback import FeedbackResult
 from remd.query.pack import Pack, PackItem, ScoreParts
+from remd.reembedding import Reembedded, reembed
 from remd.sleep.rem import ClusterOutcome
 from remd.sleep.remruns import RemRun, RunStatus
 from remd.sleep.rollback import RollbackResult
@@ -46,6 +47,7 @@ __all__ = [
     "NotFound",
     "Pack",
     "PackItem",
+    "Reembedded",
     "RemRun",
     "RemdError",
     "RollbackRefused",
@@ -61,4 +63,5 @@ __all__ = [
     "backup_file",
     "check_backup",
     "load_config",
+    "reembed",
 ]

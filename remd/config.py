@@ -87,10 +87,13 @@ class EmbedConfig(_Section):
     base_url: str | None = None
     api_key: SecretStr | None = None
     model: str = "text-embedding-3-small"
-    batch_size: int = Field(64, ge=1, le=2048)
-    # Embeddings are computed in the save call for single saves; bulk saves commit first and
-    # embed afterwards in batches (the memory is durable before its vector exists).
-    embed_on_save: bool = True
+    dimensions: int | None = Field(None, ge=1, le=16384, description=(
+        "vector size asked of an OpenAI-compatible endpoint (unset: the model's own); a file "
+        "records its embedder and size: another is refused, `remd reembed` moves it"))
+    batch_size: int = Field(64, ge=1, le=2048, description=(
+        "texts embedded at once (a bulk save's batch; the most sent in one endpoint request)"))
+    timeout: float = Field(30.0, gt=0, le=600, description="seconds one request may take")
+    embed_on_save: bool = True  # a single save embeds in its call; bulk saves afterwards
     sentences: int = Field(8, ge=0, le=64, description=(
         "a memory of several sentences also gets a vector per sentence, up to this many: a "
         "question about one sentence of a long memory finds it (0: off)"))

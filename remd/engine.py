@@ -28,13 +28,13 @@ from typing import Any, TypeVar
 
 from remd.config import Config
 from remd.errors import StoreError
-from remd.index import keys
+from remd.index import keys, vectormodel
 from remd.index.caches import Caches
 from remd.logs import get_logger
 from remd.parts import S, Service
 from remd.store import is_url, open_store
 from remd.telemetry import Telemetry
-from remd.text.embed import Embedder, Vectors, make_embedder
+from remd.text.embed import Embedder, Vectors, configured_dim, embedder_name, make_embedder
 from remd.text.tokens import TokenCounter
 
 T = TypeVar("T")
@@ -42,6 +42,15 @@ _log = get_logger("remd.engine")
 
 Clock = Callable[[], float]
 EmbedderSpec = Embedder | None | bool
+
+
+def _model(config: Config, spec: EmbedderSpec) -> vectormodel.Model | None:
+    """The model this engine would embed with (None: none), known without loading it."""
+    if spec is True:
+        if config.embed.provider == "none":
+            return None
+        return vectormodel.Model(embedder_name(config.embed), configured_dim(config.embed))
+    return None if spec is None or spec is False else vectormodel.of(spec)
 
 
 class Engine:
@@ -60,6 +69,9 @@ class Engine:
             self.counter = TokenCounter(config.store.encoding)
             self.tokens_exact = self._token_encoding()
             keys.refresh(self.store)  # what memories are about, read by this version
+            wanted = _model(config, embedder)
+            if wanted is not None:  # a file's vectors are one embedder's
+                vectormodel.check_open(self.store, wanted)
         except BaseException:
             self.store.close()
             raise

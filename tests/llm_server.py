@@ -184,6 +184,9 @@ class LLMServer(ThreadingHTTPServer):
         self.default = default or good()
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_dim = 1536  # when a request asks for no size
+        self.embedding_delay = 0.0
+        self.embedding_answer: Any = None
         self.headers: list[dict[str, str]] = []
         self.connection_of: list[int] = []  # per chat request: the serial of its connection
         self.connections_made = 0
@@ -286,7 +289,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.end()
 
     def _embeddings(self) -> None:
-        """Deterministic pseudo-embeddings: a unit vector seeded by each input's hash."""
+        """Deterministic pseudo-embeddings of the size asked (``dimensions``; else the
+        server's ``embedding_dim``, 1,536 as OpenAI's text-embedding-3-small): the sum of a
+        seeded unit vector per word, so texts sharing words are near, as with a real model
+        (REM clusters them, a question finds them). ``embedding_delay`` seconds per request;
+        ``embedding_answer`` (a callable of the vectors) replaces the rows sent."""
         import hashlib
 
         import numpy as np
@@ -294,13 +301,20 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         self.server.embedding_requests.append(body)
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        dim = int(body.get("dimensions") or 1536)
-        data = []
-        for i, text in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-            v = np.random.default_rng(seed).standard_normal(dim)
-            data.append({"object": "embedding", "index": i,
-                         "embedding": (v / np.linalg.norm(v)).tolist()})
+        dim = int(body.get("dimensions") or self.server.embedding_dim)
+        time.sleep(self.server.embedding_delay)
+        rows = []
+        for text in texts:
+            v = np.zeros(dim)
+            for word in re.findall(r"\w+", text.lower()) or [text]:
+                seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "big")
+                v += np.random.default_rng(seed).standard_normal(dim)
+            rows.append((v / (np.linalg.norm(v) or 1.0)).tolist())
+        answer = self.server.embedding_answer
+        if answer is not None:
+            rows = answer(rows)
+        data = [{"object": "embedding", "index": i, "embedding": row}
+                for i, row in enumerate(rows)]
         self._send(200, {"object": "list", "data": data, "model": body.get("model", "m"),
                          "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 

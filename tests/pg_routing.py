@@ -50,6 +50,8 @@ ALLOWED: dict[str, str] = {
     r"^SELECT rid, namespace, content, id, created_at, judged FROM nodes WHERE embedded = \$1 "
     r"ORDER BY rid LIMIT":
         "the daemon's embedding backlog, oldest first across namespaces",
+    r"^SELECT vec FROM node_vec_bit LIMIT \$1$":
+        "opening a store to embed, before its embedder is recorded: the size of a stored vector",
     r"^SELECT DISTINCT namespace FROM nodes":
         "listing the namespaces (remd namespaces, the LangGraph store's list)",
     r"^SELECT id, namespace FROM nodes WHERE id IN":

@@ -55,6 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path,
                     default=Path(tempfile.gettempdir()) / "remd-eval-cache" / "minilm.npz",
                     help="embedding cache (content hash -> vector) for LoCoMo turns")
+    ap.add_argument("--embed-url", default=None, metavar="URL",
+                    help="LoCoMo and REM sections: embed with this OpenAI-compatible endpoint "
+                         "(python -m benchmarks.llm_local start --embeddings serves one) "
+                         "instead of the built-in MiniLM, for remd and the dense baselines")
+    ap.add_argument("--embed-model", default="local", help="the endpoint's embedding model")
+    ap.add_argument("--embed-dimensions", type=int, default=None,
+                    help="the size asked of the endpoint (default: the model's own)")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
     ap.add_argument("--db", default=None, metavar="URL",
                     help="LoCoMo section: remd on this PostgreSQL database (its schema "

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 
 from benchmarks.eval import baselines, locomo, locomo_run
 from remd import Config
-from remd.config import InjectConfig
-from remd.text.embed import MiniLMEmbedder
+from remd.config import EmbedConfig, InjectConfig
+from remd.text.embed import MiniLMEmbedder, OpenAIEmbedder
 
 QUICK_CONVERSATIONS = (0, 1)
 
@@ -32,7 +33,15 @@ _EMBEDDER: baselines.CachedEmbedder | None = None
 def embedder(args: argparse.Namespace) -> baselines.CachedEmbedder:
     global _EMBEDDER
     if _EMBEDDER is None:
-        _EMBEDDER = baselines.CachedEmbedder(MiniLMEmbedder(), args.cache)
+        url = getattr(args, "embed_url", None)
+        if url is None:
+            _EMBEDDER = baselines.CachedEmbedder(MiniLMEmbedder(), args.cache)
+        else:  # a second embedder: its own cache file beside MiniLM's
+            inner = OpenAIEmbedder(EmbedConfig(provider="openai", base_url=url,
+                                               model=args.embed_model,
+                                               dimensions=args.embed_dimensions))
+            slug = re.sub(r"[^A-Za-z0-9.-]+", "-", f"{args.embed_model}-{args.embed_dimensions}")
+            _EMBEDDER = baselines.CachedEmbedder(inner, args.cache.with_name(f"{slug}.npz"))
     return _EMBEDDER
 
 
@@ -55,8 +64,9 @@ def locomo_section(args: argparse.Namespace, convs: Sequence[locomo.Conversation
     audit = "without the audit" if args.no_audit else (
         "with the audit's correct_evidence for its 156 questions")
     print("## LoCoMo evidence recall\n")
-    print(f"remd on {where}. {len(convs)} conversation(s), {sum(len(c.turns) for c in convs)} "
-          f"turns; evidence "
+    inner = setup.embedder.inner
+    print(f"remd on {where}, embeddings by {inner.name} ({inner.dim or 'its own'} dimensions). "
+          f"{len(convs)} conversation(s), {sum(len(c.turns) for c in convs)} turns; evidence "
           f"{audit}; memories dated {args.dates}; exact o200k tokens, items joined by newlines.\n")
     print(locomo_run.headline_table(results, args.budgets, methods) + "\n")
     print(locomo_run.category_table(results, args.budgets, methods) + "\n")

@@ -20,6 +20,7 @@ import click
 from remd.checks import check_source, check_text, check_time
 from remd.cli.backup import backup
 from remd.cli.context import Ctx, echo_json, pass_ctx
+from remd.cli.reembed import reembed
 from remd.cli.rem import rollback, run_rem_cmd, triggers
 from remd.cli.tags import tags
 from remd.errors import InvalidInput, RemdError, first_line
@@ -480,3 +481,7 @@ main.add_command(tags)
 
 # -- online backup (remd.cli.backup) ---------------------------------------------------------------
 main.add_command(backup)
+
+
+# -- moving to another embedder (remd.cli.reembed) -------------------------------------------------
+main.add_command(reembed)

@@ -16,7 +16,8 @@ It is an approximation on top of the Hamming pre-filter, which is why it is off 
 on ``benchmarks/bench_million.py``'s synthetic 1M vectors it keeps the exact cosine top-1 for
 ~95% of the questions where the flat scan keeps 100% (docs/benchmarks.md). Building takes a
 few seconds at 1M (once per load, again when a quarter more vectors came) and holds ~110 MB
-at 1M: the cell-ordered planes (2 x 48 bytes a vector), positions (2 x 8 bytes), centroids.
+at 1M of 384 dimensions: the cell-ordered planes (2 x 48 bytes a vector), positions (2 x 8
+bytes), centroids.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _nearest_centroid(planes: U64, centroids: U64
 def _majority(planes: U64, labels: npt.NDArray[np.int64], k: int, old: U64) -> U64:
     """Each centroid's bits: the majority of its members' (an empty one keeps its old bits)."""
     bits = np.unpackbits(np.ascontiguousarray(planes.T).view(np.uint8), axis=1,
-                         bitorder="little")  # n x 384
+                         bitorder="little")  # n x bits
     order = np.argsort(labels, kind="stable")
     sizes = np.bincount(labels, minlength=k)
     grouped = bits[order]
@@ -138,7 +139,7 @@ class Cells:
         # Each cell's mean sign vector (+-1 per bit): a question ranks cells by its float
         # vector's dot product with these (Hamming distance to the majority bits ranks them
         # too coarsely: its own memory's cell was missed for 7% of the questions at 1M).
-        self.means = np.zeros((self.centroids.shape[1], 384), np.float32)
+        self.means = np.zeros((self.centroids.shape[1], 64 * planes.shape[0]), np.float32)
         for c in range(self.centroids.shape[1]):
             lo, hi = int(self.starts[c]), int(self.starts[c + 1])
             if hi > lo:
@@ -177,8 +178,10 @@ class Cells:
         """The positions (ascending) of the n nearest to ``q`` by Hamming distance, ties by
         position, among the vectors of the cells nearest ``q`` (until they hold ``probe``)
         and every position not in a cell (read from the index's ``planes``)."""
-        if query is not None:
-            ranked = np.argsort(-(self.means @ query), kind="stable")
+        if query is not None:  # (padded with zeros as its sign bits are)
+            padded = np.zeros(self.means.shape[1], np.float32)
+            padded[:len(query)] = query[:self.means.shape[1]]
+            ranked = np.argsort(-(self.means @ padded), kind="stable")
         else:
             ranked = np.argsort(distances(self.centroids, q), kind="stable")
         sizes = np.diff(self.starts)[ranked]
@@ -193,7 +196,7 @@ class Cells:
             found = found[first]
         if len(pos) <= n:
             return pos
-        cut = int(np.searchsorted(np.cumsum(np.bincount(found, minlength=385)), n))
+        cut = int(np.searchsorted(np.cumsum(np.bincount(found, minlength=64 * len(q) + 1)), n))
         below = pos[found < cut]
         at = np.sort(pos[found == cut])[: n - len(below)]
         out: I64 = np.sort(np.concatenate([below, at]))

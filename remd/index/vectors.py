@@ -3,10 +3,13 @@
 vec0 scans every float vector of a partition (measured 67-78 ms for a top-10 over 100k here),
 and even its ``bit[384]`` scan takes ~13 ms at 100k. So the search runs in two steps:
 
-1. Hamming distance between the query's 384 sign bits and every memory's, over an in-process
-   numpy mirror of ``node_vec_bit`` (six uint64 planes, column-major so each plane is one
-   contiguous XOR + popcount pass: ~0.7 ms per 100k vectors). The mirror is never the source
-   of truth: it is loaded from SQLite and topped up incrementally before every search.
+1. Hamming distance between the query's sign bits and every memory's, over an in-process
+   numpy mirror of ``node_vec_bit`` (one uint64 plane per 64 dimensions: six for MiniLM's 384,
+   column-major so each plane is one contiguous XOR + popcount pass: ~0.7 ms per 100k vectors
+   of 384 dimensions). The mirror takes the width of the first row it loads (a file holds one
+   embedder's vectors: :mod:`remd.index.vectormodel`) and skips any row of another. The
+   mirror is never the source of truth: it is loaded from SQLite and topped up incrementally
+   before every search.
 2. The ``k * rerank`` best by Hamming distance are read back (primary-key seeks in
    ``node_vec_bit``, int8 vectors) and ranked by cosine similarity.
 
@@ -28,11 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from remd.index import bitcells
-from remd.store import DIM, F32, from_int8, quantise, to_int8
+from remd.store import DIM, F32, from_int8, quantise, to_int8, words
 from remd.store.seam import Connection, Read, Store
-
-_WORDS = DIM // 64  # uint64 words per bit vector
-_BYTES = DIM // 8
 
 U64 = npt.NDArray[np.uint64]
 
@@ -65,6 +65,13 @@ def write_sentence_vectors(conn: Connection, namespace: str, rid: int,
         [(int(rid), namespace, bits[i].tobytes(), small[i].tobytes()) for i in range(len(m))])
 
 
+def delete_vectors(conn: Connection, namespace: str) -> None:
+    """Every stored vector of the namespace gone (a move to another embedder), in the
+    caller's transaction; the triggers move its generation, so its mirrors reload."""
+    conn.execute("DELETE FROM sentence_vec WHERE namespace = ?", (namespace,))
+    conn.execute("DELETE FROM node_vec_bit WHERE namespace = ?", (namespace,))
+
+
 # A namespace's vectors' generation: bumped when one of its rows is deleted or replaced (no
 # row until the first time).
 _GENERATION = "SELECT generation FROM vec_generations WHERE namespace = ?"
@@ -92,7 +99,8 @@ class BitIndex:
         self.namespace = namespace
         self.table = table
         self._key = "rid" if table == "node_vec_bit" else "sid"
-        self._planes: U64 = np.zeros((_WORDS, 0), np.uint64)
+        self._words = words(DIM)  # until the first row loaded says otherwise
+        self._planes: U64 = np.zeros((self._words, 0), np.uint64)
         self._rids: npt.NDArray[np.int64] = np.zeros(0, np.int64)
         self._n = 0
         self._floor: int | None = None  # lowest rid pending embedding at the last refresh
@@ -116,7 +124,7 @@ class BitIndex:
         if need <= cap:
             return
         new_cap = max(need, 2 * cap, 8)
-        planes = np.zeros((_WORDS, new_cap), np.uint64)
+        planes = np.zeros((self._words, new_cap), np.uint64)
         planes[:, :self._n] = self._planes[:, :self._n]
         rids = np.zeros(new_cap, np.int64)
         rids[:self._n] = self._rids[:self._n]
@@ -161,15 +169,20 @@ class BitIndex:
             # of 1M vectors takes 1.7 s this way, 2.9 s that way.
             fresh_rids = array.array("q")
             fresh_bits = bytearray()
+            width = 8 * self._words if self._n else 0  # an empty mirror takes the first row's
             for r, b in conn.execute(*probes[-1]):
-                if len(b) == _BYTES and (r > upto or not self._loaded(r)):
+                if not width and len(b) and len(b) % 8 == 0:
+                    width = len(b)
+                    self._words = width // 8
+                    self._planes = np.zeros((self._words, 0), np.uint64)
+                if len(b) == width and (r > upto or not self._loaded(r)):
                     fresh_rids.append(r)
                     fresh_bits += b
             self._floor = int(floor[0]) if floor and floor[0] is not None else None
             if not fresh_rids:
                 return 0
             self._grow(len(fresh_rids))
-            packed = np.frombuffer(fresh_bits, np.uint8).reshape(-1, _BYTES)
+            packed = np.frombuffer(fresh_bits, np.uint8).reshape(-1, width)
             n0, n1 = self._n, self._n + len(fresh_rids)
             # Little-endian uint64 words of the LSB-first bits, one plane per word.
             self._planes[:, n0:n1] = packed.view(np.uint64).T
@@ -202,7 +215,9 @@ class BitIndex:
         q = quantise(query)[0].view(np.uint64)
         with self._lock:
             total, planes, rids = self._n, self._planes, self._rids
-            cells = self._cells_for(total) if n < total else None
+            if len(q) != planes.shape[0]:  # another embedder's question: none is near
+                total = 0
+            cells = self._cells_for(total) if 0 < n < total else None
         if total == 0 or n <= 0:
             return np.zeros(0, np.int64)
         if n >= total:
@@ -254,9 +269,9 @@ def _nearest(planes: U64, q: U64, lo: int, hi: int, n: int
 
 def _select(dist: npt.NDArray[np.uint16], n: int) -> npt.NDArray[np.int64]:
     """Indices (ascending) of the n smallest of ``dist``: every one below the cut-off distance
-    and the first of those at it. Distances are small integers (0..384): a histogram finds the
+    and the first of those at it. Distances are small integers (0..bits): a histogram finds the
     cut-off in O(len), cheaper than a partition."""
-    cut = int(np.searchsorted(np.cumsum(np.bincount(dist, minlength=DIM + 1)), n))
+    cut = int(np.searchsorted(np.cumsum(np.bincount(dist)), n))
     below = np.flatnonzero(dist < cut)
     at = np.flatnonzero(dist == cut)[: n - len(below)]
     return np.sort(np.concatenate([below, at]))
@@ -264,22 +279,27 @@ def _select(dist: npt.NDArray[np.uint16], n: int) -> npt.NDArray[np.int64]:
 
 def _distances(planes: U64, q: U64, lo: int, hi: int) -> npt.NDArray[np.uint16]:
     """Hamming distance of positions [lo, hi) to q: one contiguous XOR + popcount pass per
-    plane, summed a byte at a time over three planes (at most 192) and widened once."""
+    plane, summed a byte at a time over up to three planes (at most 192) and widened once per
+    three (twice for 384 dimensions)."""
     size = hi - lo
     buf = np.empty(size, np.uint64)
     spare = np.empty(size, np.uint8)
-    halves = []
-    for first in (0, _WORDS // 2):
+    groups = []
+    for first in range(0, len(q), 3):
         acc = np.empty(size, np.uint8)
-        for j in range(first, first + _WORDS // 2):
+        for j in range(first, min(first + 3, len(q))):
             np.bitwise_xor(planes[j, lo:hi], q[j], out=buf)
             if j == first:
                 np.bitwise_count(buf, out=acc)
             else:
                 np.bitwise_count(buf, out=spare)
                 acc += spare
-        halves.append(acc)
-    dist: npt.NDArray[np.uint16] = np.add(halves[0], halves[1], dtype=np.uint16)
+        groups.append(acc)
+    if len(groups) == 1:
+        return groups[0].astype(np.uint16)
+    dist: npt.NDArray[np.uint16] = np.add(groups[0], groups[1], dtype=np.uint16)
+    for more in groups[2:]:
+        dist += more
     return dist
 
 

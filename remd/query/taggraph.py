@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TagNeighbourhood", "neighbourhood", "top_tags"]
 
-MAX_NODES = 200  # tags a drawing can hold
+MAX_NODES = 300  # tags a drawing can hold
 PER_TAG = 12  # edges followed from each tag, strongest first
 
 

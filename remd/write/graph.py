@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy.typing as npt
 
-from remd.index.vectors import write_sentence_vectors, write_vectors
+from remd.index.vectors import delete_vectors, write_sentence_vectors, write_vectors
 from remd.models import EdgeType, Judged
 from remd.store.seam import Connection
 from remd.text.clauses import parse
@@ -116,6 +116,13 @@ class GraphWriter:
         write_vectors(self.conn, self.ns, [rid], vector)
         if sentences is not None:
             write_sentence_vectors(self.conn, self.ns, rid, sentences)
+
+    def drop_vectors(self) -> None:
+        """Every vector of the namespace gone and every memory back in the embedding backlog
+        (a file moved to another embedder: :mod:`remd.write.reembed`)."""
+        delete_vectors(self.conn, self.ns)
+        self.conn.execute("UPDATE nodes SET embedded = 0 WHERE namespace = ? AND embedded <> 0",
+                          (self.ns,))
 
     # -- tags -------------------------------------------------------------------------------------
     def tag_id(self, name: str, now: float) -> int:

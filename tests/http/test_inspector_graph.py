@@ -1,11 +1,17 @@
 """The inspector's tag graph in a real browser (the system's Chromium, as in
-tests/http/test_inspector_page.py): on a graph of 30-40 tags of varied lengths, every label is
-whole, inside the drawing, and clear of every other label and every other tag's circle, measured
-by Chromium itself (getBoundingClientRect of each drawn label and circle).
+tests/http/test_inspector_page.py), measured by Chromium itself (getBoundingClientRect of each
+drawn label and circle):
 
-The test saves a screenshot of the page to its temporary directory; with
-``REMD_SCREENSHOTS=DIR`` set it writes ``DIR/inspector-tag-graph.png`` (the picture in
-docs/http.md: ``REMD_SCREENSHOTS=docs/img``)."""
+- on a graph of 30-40 tags of varied lengths, every tag is labelled, and every label is whole,
+  inside the drawing, and clear of every other label and every other tag's circle;
+- on a graph of 300 tags (depth 3), every circle is inside the drawing and clear of the others;
+  the labels drawn (the nearest and most used tags) are whole, inside, apart and at least 10px;
+  every tag's name is its node's aria-label and <title>, and an unlabelled tag shows its name
+  on keyboard focus and on hover. With "every tag" labelled, the drawing grows to hold them.
+
+The tests save screenshots of the page to their temporary directory; with
+``REMD_SCREENSHOTS=DIR`` set the 40-tag one is written to ``DIR/inspector-tag-graph.png`` (the
+picture in docs/http.md: ``REMD_SCREENSHOTS=docs/img``)."""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from typing import Any
 import pytest
 
 from remd import Memory
+from remd.query import taggraph
 from tests.http.test_app import serve
 from tests.http.test_inspector_page import CHROMIUM, TOKEN, Page, browser  # noqa: F401 (a fixture)
 from tests.sleep.test_rem import NOW
@@ -65,9 +72,26 @@ MEASURE = """() => {
     const box = (el) => { const r = el.getBoundingClientRect();
                           return { l: r.left, t: r.top, r: r.right, b: r.bottom }; };
     const svg = document.getElementById('tag-graph');
-    return { frame: box(svg), nodes: [...svg.querySelectorAll('g.node')].map((g) => ({
-        tag: g.dataset.tag, text: g.querySelector('text').textContent,
-        label: box(g.querySelector('text')), circle: box(g.querySelector('circle')) })) };
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    const px = (el) => parseFloat(getComputedStyle(el).fontSize) * scale;  // as drawn
+    return { frame: box(svg), labelled: Number(svg.dataset.labelled),
+             nodes: [...svg.querySelectorAll('g.node')].map((g) => {
+        const text = g.querySelector('text');
+        return { tag: g.dataset.tag, name: g.getAttribute('aria-label'),
+                 title: g.querySelector('title').textContent,
+                 circle: box(g.querySelector('circle')),
+                 text: text && text.textContent, label: text && box(text), px: text && px(text) };
+    }) };
+}"""
+
+# The name an unlabelled tag shows on focus or hover: the drawing's tip.
+TIP = """() => {
+    const tip = document.querySelector('#tag-graph g.tip'), text = tip.querySelector('text');
+    const r = text.getBoundingClientRect(), f = document.getElementById('tag-graph')
+        .getBoundingClientRect();
+    return { shown: getComputedStyle(tip).visibility === 'visible', text: text.textContent,
+             inside: r.left >= f.left && r.right <= f.right && r.top >= f.top
+                     && r.bottom <= f.bottom && r.width > 0 };
 }"""
 
 
@@ -85,14 +109,28 @@ def inside(a: dict[str, float], frame: dict[str, float]) -> bool:
 
 
 def problems(drawn: dict[str, Any]) -> list[str]:
+    """What makes the drawing unreadable: a circle outside the frame or on another, a drawn
+    label cut, outside the frame, smaller than 10px, or on another label or another tag's
+    circle; a tag whose name is neither its aria-label nor its title."""
     out: list[str] = []
     nodes, frame = drawn["nodes"], drawn["frame"]
+    labels = [a for a in nodes if a["label"] is not None]
     for i, a in enumerate(nodes):
+        if a["name"] != a["tag"] or not a["title"].startswith(f"{a['tag']}: "):
+            out.append(f"{a['tag']} is not named: {a['name']!r} / {a['title']!r}")
+        if not inside(a["circle"], frame):
+            out.append(f"the circle of {a['tag']} leaves the frame: {a['circle']} / {frame}")
+        for b in nodes[i + 1:]:
+            if overlap(a["circle"], b["circle"]):
+                out.append(f"circles {a['tag']} and {b['tag']} overlap")
+    for i, a in enumerate(labels):
         if a["text"] != a["tag"]:
             out.append(f"label {a['text']!r} is not the whole tag {a['tag']!r}")
-        if not inside(a["label"], frame) or not inside(a["circle"], frame):
+        if not inside(a["label"], frame):
             out.append(f"{a['tag']} leaves the frame: {a['label']} / {frame}")
-        for b in nodes[i + 1:]:
+        if a["px"] < 10:
+            out.append(f"label {a['tag']} is drawn at {a['px']:.1f}px")
+        for b in labels[i + 1:]:
             if overlap(a["label"], b["label"]):
                 out.append(f"labels {a['tag']} and {b['tag']} overlap")
         for b in nodes:
@@ -111,6 +149,8 @@ def test_tag_graph_labels_are_whole_apart_and_inside_the_frame(
     tags = [n["tag"] for n in drawn["nodes"]]
     assert 30 <= len(tags) <= 40 and "maintenance" in tags
     assert max(len(t) for t in tags) >= 15  # long labels are part of the test
+    assert drawn["labelled"] == len(tags)  # a graph this size has every tag labelled
+    assert all(n["text"] == n["tag"] for n in drawn["nodes"])
     assert problems(drawn) == []
     shot = tmp_path / "inspector-tag-graph.png"
     tab.page.screenshot(path=str(shot), full_page=True)
@@ -118,5 +158,82 @@ def test_tag_graph_labels_are_whole_apart_and_inside_the_frame(
     target = os.environ.get("REMD_SCREENSHOTS")
     if target and width == 1100:
         shutil.copyfile(shot, Path(target) / shot.name)
+    tab.page.close()
+    assert tab.errors == []
+
+
+# -- 300 tags ------------------------------------------------------------------------------------
+# Around "maintenance": 12 areas (hop 1), 14 aspects of each (hop 2: "storage-backup"), two
+# details of each aspect (hop 3: "storage-backup-west-coast-replica", up to 40 characters);
+# areas side by side are bridged. 517 tags within depth 3; the drawing asks for 300.
+AREAS = ["cluster", "database", "security", "schedule", "hardware", "vendor", "network",
+         "storage", "billing", "frontend", "search", "mobile"]
+ASPECTS = ["alerting", "capacity", "backup", "latency", "migration", "ownership", "runbook",
+           "cost", "audit", "upgrade", "rollout-plan", "incident", "dashboard", "on-call-rotation"]
+DETAILS = ["east", "west-coast-replica"]
+MANY = 300
+
+
+def many_memories() -> list[list[str]]:
+    """The tags of each memory of the 300-tag graph."""
+    out: list[list[str]] = []
+    for k, area in enumerate(AREAS):
+        out += [["maintenance", area], [area, AREAS[(k + 1) % len(AREAS)]]]
+        for aspect in ASPECTS:
+            out += [[area, f"{area}-{aspect}"],
+                    [f"{area}-{aspect}", *(f"{area}-{aspect}-{d}" for d in DETAILS)]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def many_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server whose graph around "maintenance" has 300 tags at depth 3 (the most a drawing
+    holds: remd.query.taggraph.MAX_NODES)."""
+    assert taggraph.MAX_NODES >= MANY
+    db = tmp_path_factory.mktemp("many") / "many.db"
+    with Memory(db, clock=lambda: NOW, embedder=None) as m:
+        for i, tags in enumerate(many_memories()):
+            m.save(f"note {i}", tags=tags)
+    server, host = serve(db, token=TOKEN)
+    yield f"http://127.0.0.1:{server.port}"
+    server.stop()
+    host.close()
+
+
+@pytest.mark.parametrize(("width", "labels"), [(1100, "fit"), (700, "fit"), (1100, "all")])
+def test_a_300_tag_graph_keeps_every_tag_inside_and_its_labels_readable(
+        browser: object, many_server: str, tmp_path: Path, width: int,  # noqa: F811
+        labels: str) -> None:
+    tab = Page(browser, many_server)
+    tab.page.set_viewport_size({"width": width, "height": 800})
+    ms = tab.open(f"#/ns/default/tags/maintenance?depth=3&tags={MANY}"
+                  + ("&labels=all" if labels == "all" else ""), "tag-graph")
+    drawn = tab.page.evaluate(MEASURE)
+    nodes = drawn["nodes"]
+    assert len(nodes) == MANY and nodes[0]["tag"] == "maintenance"
+    assert problems(drawn) == []
+    labelled = [n["tag"] for n in nodes if n["label"] is not None]
+    assert drawn["labelled"] == len(labelled)
+    if labels == "all":
+        assert len(labelled) == MANY
+    else:
+        # the centre and the areas around it are labelled, and many more besides
+        assert {"maintenance", *AREAS} <= set(labelled)
+        assert len(labelled) >= MANY // (3 if width > 1000 else 4)
+        assert "hover or focus a circle for its name" in tab.text("main")
+        quiet = [n["tag"] for n in nodes if n["label"] is None]
+        first, last = (f"#tag-graph g.node[data-tag='{t}']" for t in (quiet[0], quiet[-1]))
+        tab.page.focus(first)  # the keyboard: focus shows the name
+        tip = tab.page.evaluate(TIP)
+        assert tip == {"shown": True, "text": quiet[0], "inside": True}
+        tab.page.hover(f"{last} circle")  # so does the pointer
+        assert tab.page.evaluate(TIP) == {"shown": True, "text": quiet[-1], "inside": True}
+        tab.page.evaluate("() => document.activeElement.blur()")
+        tab.page.mouse.move(0, 0)
+        assert tab.page.evaluate(TIP)["shown"] is False
+    assert ms < 10_000
+    shot = tmp_path / f"inspector-tag-graph-{MANY}.png"
+    tab.page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
     tab.page.close()
     assert tab.errors == []

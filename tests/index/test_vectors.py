@@ -162,10 +162,11 @@ def test_the_scan_finds_the_n_nearest_with_ties_by_position(
     here at small sizes), the scan returns exactly the n nearest, ties in position order:
     few distinct rows make most distances tie."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    rows = quantise(rng.standard_normal((distinct, 384)).astype(np.float32))
+    dim = data.draw(st.sampled_from([384, 384, 64, 100, 768, 1000, 1536]))  # any embedder's
+    rows = quantise(rng.standard_normal((distinct, dim)).astype(np.float32))
     bits = rows[rng.integers(0, distinct, size=size)]
     q = rows[rng.integers(0, distinct)] if data.draw(st.booleans()) else quantise(
-        rng.standard_normal(384).astype(np.float32))[0]
+        rng.standard_normal(dim).astype(np.float32))[0]
     lo = data.draw(st.integers(0, size - 1))
     hi = data.draw(st.integers(lo + 1, size))
     want = _reference_nearest(bits, q, lo, hi, n)
@@ -188,6 +189,26 @@ def test_a_large_scan_with_many_ties_finds_the_n_nearest() -> None:
         for n in (1, 128, 5000):
             pos, dist = scan._nearest(planes, q.view(np.uint64), 17, len(bits), n)
             assert (pos.tolist(), dist.tolist()) == _reference_nearest(bits, q, 17, len(bits), n)
+
+
+@pytest.mark.parametrize("dim", [100, 768, 1536])
+def test_vectors_of_any_size_are_stored_and_searched(db_path: Path, dim: int) -> None:
+    """A file of another embedder's size: the sign bits padded to whole words, the mirror
+    as wide as its rows, the exact scan and the rerank on the stored int8 rows; a question of
+    another size finds nothing rather than failing."""
+    rng = np.random.default_rng(dim)
+    vecs = rng.standard_normal((500, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    with Memory(db_path, embedder=None) as mem:
+        rids = _fill(mem, vecs)
+        width = mem.store.one("SELECT length(bits), length(vec) FROM node_vec_bit")
+        assert width is not None and tuple(width) == (8 * -(-dim // 64), dim)
+        for i in (0, 123, 499):
+            best = knn(mem, NS, vecs[i], k=1, rerank=1)[0]
+            assert best[0] == rids[i] and best[1] > 0.999
+            assert mem.store.exact_scan(NS, vecs[i], 1)[0][0] == rids[i]
+        assert len(mem.engine.caches.view(NS).bits) == 500
+        assert knn(mem, NS, _unit(rng, 1)[0], k=3) == []  # a 384-d question
 
 
 def _clustered(rng: np.random.Generator, n: int, clusters: int) -> np.ndarray:

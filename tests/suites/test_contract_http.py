@@ -374,7 +374,7 @@ def test_a_key_given_twice_is_refused_with_422(api: httpx.Client, db_path: Path,
 @pytest.mark.parametrize(("path", "name", "most"), [
     ("/v1/namespaces", "limit", 100_000), ("/v1/memories", "limit", 1000),
     ("/v1/tags", "limit", 1000), ("/v1/tags/home/graph", "depth", 3),
-    ("/v1/tags/home/graph", "max_nodes", 200), ("/v1/rem/runs", "limit", 1000),
+    ("/v1/tags/home/graph", "max_nodes", 300), ("/v1/rem/runs", "limit", 1000),
 ])
 def test_an_integer_parameter_past_its_maximum_says_the_maximum(
         api: httpx.Client, path: str, name: str, most: int) -> None:

@@ -4,11 +4,11 @@ small.
 
 The layers, top to bottom (docs/architecture.md): front ends (remd/cli, remd/http, remd/mcp,
 remd/service, remd/langchain.py, remd/langgraph.py) -> the facade (remd/__init__.py,
-remd/memory.py, remd/async_memory.py, and remd/hosting.py: the engine a long-running front end
-holds) -> the engine (remd/engine.py, remd/readiness.py) -> the sleep wing (remd/sleep) ->
-the write and query wings (remd/write, remd/query: never each other) -> remd/parts.py (the
-engine as the wings see it) -> remd/index and remd/llm -> remd/text and remd/store -> the
-base (the modules at the top of the package).
+remd/memory.py, remd/async_memory.py, remd/reembedding.py: a file moved to another embedder, and
+remd/hosting.py: the engine a long-running front end holds) -> the engine (remd/engine.py,
+remd/readiness.py) -> the sleep wing (remd/sleep) -> the write and query wings (remd/write,
+remd/query: never each other) -> remd/parts.py (the engine as the wings see it) -> remd/index and
+remd/llm -> remd/text and remd/store -> the base (the modules at the top of the package).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[2] / "remd"
 
 FRONT_ENDS = ("cli", "http", "mcp", "service", "langchain", "langgraph")
-FACADE = {"remd", "remd.memory", "remd.async_memory", "remd.hosting"}
+FACADE = {"remd", "remd.memory", "remd.async_memory", "remd.hosting", "remd.reembedding"}
 # The CLI is where the long-running front ends are put together: `remd serve` builds the HTTP
 # server and hands it to the daemon, `remd mcp` starts the MCP server.
 COMPOSITION_ROOT = "cli"
@@ -97,7 +97,7 @@ def test_the_layers_are_folders() -> None:
         assert (PKG / folder / "__init__.py").is_file(), folder
     loose = {_group(n) for n in MODULES if n.count(".") == 1 and (PKG / f"{_group(n)}.py").exists()}
     assert loose <= BASE | {"engine", "readiness", "parts", "memory", "async_memory", "hosting",
-                            "langchain", "langgraph"}, loose
+                            "reembedding", "langchain", "langgraph"}, loose
 
 
 def test_no_import_circles() -> None:

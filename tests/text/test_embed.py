@@ -36,7 +36,9 @@ def test_openai_compatible_embedder(db_path: Path, llm_server: LLMServer) -> Non
         assert m.stats().pending_embeddings == 0
         assert m.nearest("first memory via the endpoint", k=1)[0][0].id == a.id
     req = llm_server.embedding_requests[0]
-    assert req["dimensions"] == DIM and req["model"] == "emb-test"
+    assert "dimensions" not in req and req["model"] == "emb-test"  # the model's own size
+    with Memory(db_path, config=cfg, embedder=None) as m:
+        assert m.store.one("SELECT length(vec) FROM node_vec_bit")[0] == 1536
 
 
 def test_failing_embedder_keeps_memory_in_backlog(db_path: Path) -> None:

@@ -36,7 +36,8 @@ OWNED_SQL = {
                      r"(?:node_vec_bit|sentence_vec)\b", ("index/vectors.py",)),
 }
 # The index functions that write those rows: called by the graph writer only.
-OWNED_CALLS = {"index_text", "unindex_text", "write_vectors", "write_sentence_vectors"}
+OWNED_CALLS = {"index_text", "unindex_text", "write_vectors", "write_sentence_vectors",
+               "delete_vectors"}
 
 
 def _sources() -> list[Path]:

@@ -281,23 +281,42 @@ async function tagsPage(ns) {
       : h("p", { class: "muted", id: "top-tags" }, "No tags.")];
 }
 
+// How many tags a drawing may ask for (the server holds at most remd.query.taggraph.MAX_NODES).
+const GRAPH_SIZES = ["40", "100", "200", "300"];
+
+// The address of a tag's drawing with these options (each left out when it is the default).
+function graphHref(ns, tag, opts) {
+  const q = new URLSearchParams();
+  if (opts.depth !== "2") q.set("depth", opts.depth);
+  if (opts.tags !== "40") q.set("tags", opts.tags);
+  if (opts.labels === "all") q.set("labels", "all");
+  return `#/ns/${enc(ns)}/tags/${enc(tag)}${q.toString() ? `?${q}` : ""}`;
+}
+
 async function tagGraphPage(ns, tag, params) {
-  const depth = params.get("depth") || "2";
-  const g = await api("GET", `/v1/tags/${enc(tag)}/graph`, { ns, params: { depth, max_nodes: 40 } });
+  const opts = { depth: params.get("depth") || "2", tags: params.get("tags") || "40",
+                 labels: params.get("labels") === "all" ? "all" : "fit" };
+  const g = await api("GET", `/v1/tags/${enc(tag)}/graph`, { ns,
+    params: { depth: opts.depth, max_nodes: opts.tags } });
   setNav(ns, "tags");
   // Drawn as wide as the page's column (less the frame's border), so a label's font is its
   // CSS size; graph.js measures the labels and keeps them apart and inside the frame.
   const css = getComputedStyle(view);
   const width = view.clientWidth - parseFloat(css.paddingLeft) - parseFloat(css.paddingRight) - 2;
   const svg = tagGraphSvg(g, Math.max(360, Math.floor(width)), (t) => {
-    location.hash = `#/ns/${enc(ns)}/tags/${enc(t)}`;
-  });
+    location.hash = graphHref(ns, t, opts);
+  }, opts.labels === "all");
+  const choice = (name, values, shown) => values.map((v, i) => [i ? " " : "",
+    v === opts[name] ? h("b", {}, shown[i]) : link(graphHref(ns, tag, { ...opts, [name]: v }), shown[i])]);
+  const labelled = Number(svg.dataset.labelled), quiet = g.nodes.length - labelled;
   return [said("h1", {}, `Tags around ${g.tag}`),
     h("p", { class: "meta" }, `${g.nodes.length} tags, ${g.edges.length} co-occurrence edges `,
-      `(thicker: stronger), ${g.subtypes.length} subtype links (dashed). Depth: `,
-      ["1", "2", "3"].map((d) => d === depth ? h("b", {}, d, " ")
-        : [link(`#/ns/${enc(ns)}/tags/${enc(tag)}?depth=${d}`, d), " "]),
-      "· Click a tag to centre on it."),
+      `(thicker: stronger), ${g.subtypes.length} subtype links (dashed). `,
+      quiet ? `${labelled} labelled, the nearest and most used; hover or focus a circle for its name. `
+        : "", "Click a tag to centre on it."),
+    h("p", { class: "meta", id: "graph-options" }, "Depth: ", choice("depth", ["1", "2", "3"], ["1", "2", "3"]),
+      " · Tags: ", choice("tags", GRAPH_SIZES, GRAPH_SIZES), quiet || opts.labels === "all"
+        ? [" · Labels: ", choice("labels", ["fit", "all"], ["as many as fit", "every tag"])] : null),
     svg];
 }
 

@@ -136,7 +136,8 @@ def exact_scan(store: Store, namespace: str, query: npt.ArrayLike, k: int
                ) -> list[tuple[int, float]]:
     """The exact scan where the database has no vector functions (PostgreSQL without
     pgvector): the namespace's int8 vectors read in rid order, batch by batch, and compared
-    here, as vec_distance_cosine does (the query in the stored int8 form, ties by rid)."""
+    here, as vec_distance_cosine does (the query in the stored int8 form, ties by rid; only
+    vectors of the query's dimension)."""
     q = to_int8(query)[0].astype(np.float32)
     qn = float(np.linalg.norm(q)) or 1.0
     best: list[tuple[float, int]] = []
@@ -147,6 +148,9 @@ def exact_scan(store: Store, namespace: str, query: npt.ArrayLike, k: int
         if not rows:
             break
         after = int(rows[-1][0])
+        rows = [r for r in rows if len(r[1]) == len(q)]
+        if not rows:
+            continue
         mat = np.frombuffer(b"".join(bytes(r[1]) for r in rows), np.int8).reshape(
             len(rows), -1).astype(np.float32)
         norms = np.linalg.norm(mat, axis=1)

@@ -327,11 +327,12 @@ class Store(BaseStore[SqliteConnection]):
     def exact_scan(self, namespace: str, query: Any, k: int) -> list[tuple[int, float]]:
         """(rid, cosine distance) of the k nearest of every stored vector of the namespace
         (every status), nearest first: sqlite-vec's ``vec_distance_cosine`` over the stored
-        vectors (the query in the stored int8 form)."""
+        vectors of the query's dimension (the query in the stored int8 form)."""
         blob = to_int8(query)[0].tobytes()
         return [(int(r), float(d)) for r, d in self.query(
             "SELECT rid, vec_distance_cosine(vec_int8(vec), vec_int8(?)) AS d FROM node_vec_bit "
-            "WHERE namespace = ? ORDER BY d, rid LIMIT ?", (blob, namespace, k))]
+            "WHERE namespace = ? AND length(vec) = ? ORDER BY d, rid LIMIT ?",
+            (blob, namespace, len(blob), k))]
 
     def _begin_read(self, conn: SqliteConnection) -> None:
         try:
