@@ -183,9 +183,11 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         keys = [self.key(t) for t in texts]
         missing = [i for i, k in enumerate(keys) if k not in self._cache]
-        out = np.empty((len(texts), DIM), np.float32)
-        if missing:
-            fresh = self.inner.embed([texts[i] for i in missing])
+        fresh = self.inner.embed([texts[i] for i in missing]) if missing else None
+        known = next(iter(self._cache.values()), None)  # any embedder's size
+        width = fresh.shape[1] if fresh is not None else len(known) if known is not None else DIM
+        out = np.empty((len(texts), width), np.float32)
+        if fresh is not None:
             for row, i in enumerate(missing):
                 out[i] = fresh[row]
                 if self.recording:

@@ -37,9 +37,9 @@ def embedder(args: argparse.Namespace) -> baselines.CachedEmbedder:
         if url is None:
             _EMBEDDER = baselines.CachedEmbedder(MiniLMEmbedder(), args.cache)
         else:  # a second embedder: its own cache file beside MiniLM's
-            inner = OpenAIEmbedder(EmbedConfig(provider="openai", base_url=url,
-                                               model=args.embed_model,
-                                               dimensions=args.embed_dimensions))
+            inner = OpenAIEmbedder(EmbedConfig(  # a CPU server: small requests, patience
+                provider="openai", base_url=url, model=args.embed_model,
+                dimensions=args.embed_dimensions, batch_size=8, timeout=300))
             slug = re.sub(r"[^A-Za-z0-9.-]+", "-", f"{args.embed_model}-{args.embed_dimensions}")
             _EMBEDDER = baselines.CachedEmbedder(inner, args.cache.with_name(f"{slug}.npz"))
     return _EMBEDDER

@@ -100,6 +100,12 @@ def check_write(conn: Connection, model: Model) -> None:
     if have is not None and not have.matches(model):
         raise EmbedError(f"the file's vectors are now {have}'s, not {model}'s: the vectors "
                          f"were not written (the memories stay in the embedding backlog)")
+    if have is None:  # a file from before the record: its vectors say their size
+        old = conn.execute("SELECT vec FROM node_vec_bit LIMIT 1").fetchone()
+        if old is not None and len(old[0]) != model.dim:
+            raise EmbedError(f"the file's vectors have {len(old[0])} dimensions, not "
+                             f"{model}'s {model.dim}: the vectors were not written (configure "
+                             f"embed.dimensions, or move the file with `remd reembed`)")
     if have is None or have.dim != model.dim:
         record(conn, Model(model.name, model.dim or (have.dim if have else 0)))
 

@@ -49,3 +49,14 @@ def test_failing_embedder_keeps_memory_in_backlog(db_path: Path) -> None:
         node = m.save("saved even though the embedder is down")
         assert m.get(node.id).content == "saved even though the embedder is down"
         assert m.stats().pending_embeddings == 1
+
+
+def test_the_endpoint_is_asked_batch_size_texts_at_a_time(llm_server: LLMServer) -> None:
+    from remd.text.embed import OpenAIEmbedder
+
+    e = OpenAIEmbedder(EmbedConfig(provider="openai", base_url=llm_server.base_url,
+                                   model="emb-test", batch_size=2, dimensions=768))
+    v = e.embed(["one", "two", "three", "four", "five"])
+    assert v.shape == (5, 768) and e.dim == 768
+    assert [len(r["input"]) for r in llm_server.embedding_requests] == [2, 2, 1]
+    assert np.allclose(v[2], e.embed(["three"])[0], atol=1e-6)  # the same text, the same vector

@@ -153,6 +153,24 @@ def test_no_dimensions_sent_unless_configured(db_path: Path, llm_server: LLMServ
         assert m.stats().pending_embeddings == 1 and _widths(m) == {1536}
 
 
+def test_a_file_from_before_the_record_keeps_its_size(db_path: Path,
+                                                      llm_server: LLMServer) -> None:
+    """A file written before embedders were recorded (every one was 384 wide): an endpoint
+    whose vectors are another size is refused at its first write, not mixed in."""
+    with Memory(db_path, config=_config(llm_server, 384)) as m:
+        m.save("written when remd asked every endpoint for 384 dimensions")
+    with Memory(db_path, embedder=None) as m, m.store.transaction() as conn:
+        conn.execute("DELETE FROM remd_meta WHERE key = 'embedder'")  # as such a file has none
+    with Memory(db_path, config=_config(llm_server, None)) as m:  # the model's own: 1,536
+        node = m.save("saved after the upgrade")
+        assert m.get(node.id).content == "saved after the upgrade"
+        assert m.stats().pending_embeddings == 1 and _widths(m) == {384}
+        assert vectormodel.recorded(m.store) is None
+    with Memory(db_path, config=_config(llm_server, 384)) as m:  # configured as it was made
+        assert m.embed_pending() == 1
+        assert vectormodel.recorded(m.store) == vectormodel.Model("openai:emb-test", 384)
+
+
 def test_a_bad_embedding_answer_keeps_the_memory(db_path: Path, llm_server: LLMServer) -> None:
     llm_server.embedding_answer = lambda rows: [rows[0][:10], *rows[1:]]  # a ragged answer
     with Memory(db_path, config=_config(llm_server)) as m:
