@@ -65,7 +65,7 @@ def packs(where: Path) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # 190 packs of two real sets: ~7 s
 def test_the_packs_are_the_recorded_ones(tmp_path: Path) -> None:
     want = json.loads(RECORD.read_text(encoding="utf-8"))
     got = packs(tmp_path)
