@@ -63,6 +63,7 @@ def test_backups_under_eight_writers_and_the_daemon(db_path: Path, tmp_path: Pat
     _backups_under_writers(db_path, tmp_path, WRITERS, BACKUPS)
 
 
+@pytest.mark.soak  # 14 s: the default tier's slowest test; the 8-writer soak covers more
 def test_backups_under_two_writers_and_the_daemon(db_path: Path, tmp_path: Path) -> None:
     """The soak above with 2 writers and 2 copies (the second through the command)."""
     _backups_under_writers(db_path, tmp_path, 2, 2)

@@ -197,6 +197,7 @@ def test_sigkilled_daemon_while_agents_write_loses_nothing(db_path: Path) -> Non
     _daemon_killed(db_path, *((10, 30) if is_url(str(db_path)) else (3, 12)))
 
 
+@pytest.mark.soak  # 8-12 s; the default tier keeps the REM kills above
 @pytest.mark.sqlite_only("the PostgreSQL arm kills the daemon ten times in the soak tier")
 def test_a_daemon_sigkilled_once_while_agents_write_loses_nothing(db_path: Path) -> None:
     """The soak above with one kill over 6 topics."""

@@ -201,6 +201,7 @@ def test_an_engine_of_the_old_model_never_mixes(db_path: Path, llm_server: LLMSe
         assert m.nearest(late.content, k=1)[0][0].id == late.id
 
 
+@pytest.mark.soak
 @pytest.mark.sqlite_only("kills a CLI process; the PostgreSQL arm moves in process above")
 def test_a_move_killed_halfway_resumes(db_path: Path, llm_server: LLMServer,
                                        tmp_path: Path) -> None:
