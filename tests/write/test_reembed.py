@@ -228,7 +228,16 @@ def test_a_move_killed_halfway_resumes(db_path: Path, llm_server: LLMServer,
         assert 0 < left < len(NOTES)
         assert vectormodel.recorded(m.store) == vectormodel.Model("openai:emb-test", 768)
         assert _widths(m) == {768}
+        waiting = {n.content for n in m.recent(100)} - {
+            str(r[0]) for r in m.store.query("SELECT n.content FROM nodes n JOIN node_vec_bit v "
+                                             "ON v.rid = n.rid")}
     llm_server.embedding_delay = 0.0
+    # Halfway, inject (with the new model) finds a memory not re-embedded yet by its words.
+    cfg = _config(llm_server)
+    with Memory(db_path, config=cfg, clock=lambda: NOW) as m:
+        for text in sorted(waiting)[:3]:
+            pack = m.inject(text, 200)
+            assert pack.items and pack.items[0].content == text
     code, out = _cli(db_path, "--config", str(config), "reembed", "--json")
     assert code == 0, out
     resumed = json.loads(out)
